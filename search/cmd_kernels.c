@@ -374,6 +374,8 @@ static void print_kernels(const struct hw_profile *hw)
 		printf("  gemm_tiles = \"%s\";\n", hw->k.tiles == HW_TILES_SM90 ? "sm90" : "cdna");
 	if (hw->k.sched == HW_SCHED_STREAMK)
 		printf("  gemm_schedule = \"stream-k\";\n");
+	if (hw->k.l2s > 1)
+		printf("  l2_caches = %d;\n", hw->k.l2s);
 	printf("  gemm = {\n");
 	for (int d = 0; d < HW_NDTYPES; d++) {
 		const struct hw_gemm *g = &hw->k.gemm[d];

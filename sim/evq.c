@@ -5,10 +5,7 @@
 
 #include "prism.h"
 
-static int before(const struct evq_entry *a, const struct evq_entry *b)
-{
-	return a->time_ns < b->time_ns || (a->time_ns == b->time_ns && a->seq < b->seq);
-}
+#define SEQ_MAX 0xffffffffu /* sequence numbers below it: 32 bits */
 
 int evq_init(struct evq *q, size_t cap)
 {
@@ -16,6 +13,7 @@ int evq_init(struct evq *q, size_t cap)
 	q->n = 0;
 	q->cap = cap ? cap : 1;
 	q->next_seq = 0;
+	q->seq_limit = SEQ_MAX;
 	q->has_hot = 0;
 	return q->heap ? 0 : PRISM_ENOMEM;
 }
@@ -35,13 +33,12 @@ void evq_reset(struct evq *q)
 	q->has_hot = 0;
 }
 
-/* e into the heap. */
-static int heap_push(struct evq *q, struct evq_entry e)
+int evq_heap_push(struct evq *q, struct evq_item e)
 {
 	size_t i;
 
 	if (q->n == q->cap) {
-		struct evq_entry *h = prism_realloc(q->heap, q->cap * 2 * sizeof(*h));
+		struct evq_item *h = prism_realloc(q->heap, q->cap * 2 * sizeof(*h));
 		if (!h)
 			return PRISM_ENOMEM;
 		q->heap = h;
@@ -50,7 +47,7 @@ static int heap_push(struct evq *q, struct evq_entry e)
 	i = q->n++;
 	while (i > 0) {
 		size_t parent = (i - 1) / 2;
-		if (!before(&e, &q->heap[parent]))
+		if (!evq_before(&e, &q->heap[parent]))
 			break;
 		q->heap[i] = q->heap[parent];
 		i = parent;
@@ -59,53 +56,58 @@ static int heap_push(struct evq *q, struct evq_entry e)
 	return 0;
 }
 
-/* The hot entry is before every entry of the heap (the keys are
- * distinct: no two share a sequence number), so the earliest pending entry
- * is it where there is one, else the heap's root. */
-int evq_push(struct evq *q, int64_t time_ns, uint32_t node)
+static int cmp_item(const void *x, const void *y)
 {
-	struct evq_entry e = {time_ns, q->next_seq++, node};
-
-	if (q->has_hot) {
-		if (!before(&e, &q->hot))
-			return heap_push(q, e);
-		/* e goes before the hot entry, which goes before the heap. */
-		if (heap_push(q, q->hot))
-			return PRISM_ENOMEM;
-	} else if (q->n > 0 && !before(&e, &q->heap[0])) {
-		return heap_push(q, e);
-	}
-	q->hot = e;
-	q->has_hot = 1;
-	return 0;
+	const struct evq_item *a = x, *b = y;
+	return evq_before(a, b) ? -1 : evq_before(b, a);
 }
 
-int evq_pop(struct evq *q, struct evq_entry *out)
+/* The pending entries' sequence numbers made 0, 1, ... in their order:
+ * the heap sorted is a heap, and the held entry is before all of it. */
+void evq_renumber(struct evq *q)
 {
-	struct evq_entry last;
+	uint64_t seq = 0;
+	qsort(q->heap, q->n, sizeof(*q->heap), cmp_item);
+	if (q->has_hot)
+		q->hot.key = seq++ << 32 | (q->hot.key & SEQ_MAX);
+	for (size_t i = 0; i < q->n; i++)
+		q->heap[i].key = seq++ << 32 | (q->heap[i].key & SEQ_MAX);
+	q->next_seq = seq;
+}
+
+int evq_pop_heap(struct evq *q, struct evq_entry *out)
+{
+	struct evq_item last;
 	size_t i = 0;
 
-	if (q->has_hot) {
-		*out = q->hot;
-		q->has_hot = 0;
-		return 0;
-	}
 	if (q->n == 0)
 		return 1;
-	*out = q->heap[0];
+	out->time_ns = q->heap[0].time_ns;
+	out->seq = q->heap[0].key >> 32;
+	out->node = (uint32_t)q->heap[0].key;
 	last = q->heap[--q->n];
+	if (q->n == 0)
+		return 0;
+	/* The hole down to a leaf by the earlier child, then the last entry
+	 * up from there (it belongs near the bottom): a comparison a level
+	 * fewer than sifting it down.  Any heap of the same entries pops in
+	 * the same order (no two keys are equal). */
 	for (;;) {
 		size_t c = 2 * i + 1;
 		if (c >= q->n)
 			break;
-		if (c + 1 < q->n && before(&q->heap[c + 1], &q->heap[c]))
+		if (c + 1 < q->n && evq_before(&q->heap[c + 1], &q->heap[c]))
 			c++;
-		if (!before(&q->heap[c], &last))
-			break;
 		q->heap[i] = q->heap[c];
 		i = c;
 	}
-	if (q->n)
-		q->heap[i] = last;
+	while (i > 0) {
+		size_t parent = (i - 1) / 2;
+		if (!evq_before(&last, &q->heap[parent]))
+			break;
+		q->heap[i] = q->heap[parent];
+		i = parent;
+	}
+	q->heap[i] = last;
 	return 0;
 }

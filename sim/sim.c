@@ -342,13 +342,20 @@ static int contention_alloc(struct sim *s)
 	return s->rem && s->rkind ? 0 : PRISM_ENOMEM;
 }
 
-static double rate_of(const struct sim *s, const struct sim_opts *o, const struct sim_running *r,
-		      uint32_t u)
+/* The run's slowed rates (struct sim.rate_comp, rate_comm): the values
+ * rate_of and lrate divided out for each task, once. */
+static void sim_rates(struct sim *s, const struct sim_opts *o)
+{
+	s->rate_comp = 1.0 / (1.0 + o->slow_compute);
+	s->rate_comm = 1.0 / (1.0 + o->slow_comm);
+}
+
+static double rate_of(const struct sim *s, const struct sim_running *r, uint32_t u)
 {
 	if (s->rkind[u] == SIM_PIECE_COMPUTE)
-		return r->n_comm > 0 ? 1.0 / (1.0 + o->slow_compute) : 1.0;
+		return r->n_comm > 0 ? s->rate_comp : 1.0;
 	if (s->rkind[u] == SIM_PIECE_COMM)
-		return r->n_comp > 0 ? 1.0 / (1.0 + o->slow_comm) : 1.0;
+		return r->n_comp > 0 ? s->rate_comm : 1.0;
 	return 1.0;
 }
 
@@ -392,24 +399,22 @@ struct sim_lane {
 	uint8_t held;	/* lane 0: a launch decided a piece's start */
 };
 
-static void pair_advance(struct sim *s, const struct sim_opts *o, struct sim_running *r, uint32_t u,
-			 int64_t t);
-static int pair_retime(struct sim *s, const struct sim_opts *o, struct sim_running *r, uint32_t u,
-		       int64_t t);
+static void pair_advance(struct sim *s, struct sim_running *r, uint32_t u, int64_t t);
+static int pair_retime(struct sim *s, struct sim_running *r, uint32_t u, int64_t t);
 static int is_pair(const struct sim *s, const struct sim_opts *o, uint32_t u);
 
 /* Account the rank's running tasks' progress up to t. */
 static void advance(struct sim *s, const struct sim_opts *o, struct sim_running *r, int64_t t)
 {
 	for (uint32_t i = 0; i < r->n; i++) {
-		uint32_t v = r->v[i];
-		if (collapsed(s, v))
-			continue;
-		if (is_pair(s, o, v)) {
-			pair_advance(s, o, r, v, t);
+		uint32_t v = r->v[i], f = s->fold_of ? s->fold_of[v] : NONE32;
+		if (f != NONE32 && s->fst[f].mode <= SIM_F_CRUN)
+			continue; /* collapsed */
+		if (f != NONE32 && o->fold->tasks[f].n2 > 0) {
+			pair_advance(s, r, v, t);
 			continue;
 		}
-		s->rem[v] -= (double)(t - r->since) * rate_of(s, o, r, v);
+		s->rem[v] -= (double)(t - r->since) * rate_of(s, r, v);
 		if (s->rem[v] < 0)
 			s->rem[v] = 0;
 	}
@@ -420,16 +425,16 @@ static void advance(struct sim *s, const struct sim_opts *o, struct sim_running 
 static int retime(struct sim *s, const struct sim_opts *o, struct sim_running *r, int64_t t)
 {
 	for (uint32_t i = 0; i < r->n; i++) {
-		uint32_t v = r->v[i];
+		uint32_t v = r->v[i], f = s->fold_of ? s->fold_of[v] : NONE32;
 		double left;
-		if (collapsed(s, v))
-			continue;
-		if (is_pair(s, o, v)) {
-			if (pair_retime(s, o, r, v, t))
+		if (f != NONE32 && s->fst[f].mode <= SIM_F_CRUN)
+			continue; /* collapsed */
+		if (f != NONE32 && o->fold->tasks[f].n2 > 0) {
+			if (pair_retime(s, r, v, t))
 				return PRISM_ENOMEM;
 			continue;
 		}
-		left = s->rem[v] / rate_of(s, o, r, v);
+		left = s->rem[v] / rate_of(s, r, v);
 		/* Past PRISM_TIME_MAX: release() refuses it (too_late). */
 		int64_t end =
 		    left > (double)PRISM_TIME_MAX ? PRISM_TIME_MAX + 1 : t + prism_llround(left);
@@ -577,23 +582,22 @@ static uint8_t lkind(const struct sim_lane *L)
 
 /* The rate of lane L with the other lane M beside it, nothing else on
  * their GPU (rate_of's rule). */
-static double lrate_alone(const struct sim_opts *o, const struct sim_lane *L,
-			  const struct sim_lane *M)
+static double lrate_alone(const struct sim *s, const struct sim_lane *L, const struct sim_lane *M)
 {
 	if (L->kind == SIM_PIECE_COMPUTE)
-		return lkind(M) == SIM_PIECE_COMM ? 1.0 / (1.0 + o->slow_compute) : 1.0;
+		return lkind(M) == SIM_PIECE_COMM ? s->rate_comp : 1.0;
 	if (L->kind == SIM_PIECE_COMM)
-		return lkind(M) == SIM_PIECE_COMPUTE ? 1.0 / (1.0 + o->slow_comm) : 1.0;
+		return lkind(M) == SIM_PIECE_COMPUTE ? s->rate_comm : 1.0;
 	return 1.0;
 }
 
 /* The rate of lane L on rank r (its lanes counted in r's kinds). */
-static double lrate(const struct sim_opts *o, const struct sim_running *r, const struct sim_lane *L)
+static double lrate(const struct sim *s, const struct sim_running *r, const struct sim_lane *L)
 {
 	if (L->kind == SIM_PIECE_COMPUTE)
-		return r->n_comm > 0 ? 1.0 / (1.0 + o->slow_compute) : 1.0;
+		return r->n_comm > 0 ? s->rate_comp : 1.0;
 	if (L->kind == SIM_PIECE_COMM)
-		return r->n_comp > 0 ? 1.0 / (1.0 + o->slow_comm) : 1.0;
+		return r->n_comp > 0 ? s->rate_comm : 1.0;
 	return 1.0;
 }
 
@@ -715,9 +719,9 @@ static int lanes_start(struct sim *s, const struct sim_opts *o, uint32_t f, stru
 
 /* The running lanes' ends at t, at the rates they have beside each other
  * alone (retime's arithmetic). */
-static void lanes_retime_alone(const struct sim_opts *o, struct sim_lane *P, int64_t t)
+static void lanes_retime_alone(const struct sim *s, struct sim_lane *P, int64_t t)
 {
-	double rt[2] = {lrate_alone(o, &P[0], &P[1]), lrate_alone(o, &P[1], &P[0])};
+	double rt[2] = {lrate_alone(s, &P[0], &P[1]), lrate_alone(s, &P[1], &P[0])};
 	for (int l = 0; l < 2; l++) {
 		double left;
 		if (P[l].mode != SIM_L_RUN)
@@ -899,7 +903,7 @@ static int lane0_solo(struct sim *s, const struct sim_opts *o, uint32_t f, struc
 	*since = t;
 	if (lane_next(s, o, f, P, 0, t) || lanes_wake(s, o, f, P, t))
 		return PRISM_ENOMEM;
-	lanes_retime_alone(o, P, t);
+	lanes_retime_alone(s, P, t);
 	return 1;
 }
 
@@ -917,7 +921,7 @@ static int lanes_alone(struct sim *s, const struct sim_opts *o, uint32_t f, stru
 {
 	struct lane_mark mk[4];
 	uint32_t nm = 0, last = UINT32_MAX;
-	lanes_retime_alone(o, P, *since);
+	lanes_retime_alone(s, P, *since);
 	for (;;) {
 		int l = -1;
 		int64_t t;
@@ -934,8 +938,8 @@ static int lanes_alone(struct sim *s, const struct sim_opts *o, uint32_t f, stru
 		t = P[l].pred;
 		if (until >= 0 && t >= until)
 			break;
-		rt[0] = lrate_alone(o, &P[0], &P[1]);
-		rt[1] = lrate_alone(o, &P[1], &P[0]);
+		rt[0] = lrate_alone(s, &P[0], &P[1]);
+		rt[1] = lrate_alone(s, &P[1], &P[0]);
 		for (int i = 0; i < 2; i++)
 			if (P[i].mode == SIM_L_RUN) {
 				P[i].rem -= (double)(t - *since) * rt[i];
@@ -945,7 +949,7 @@ static int lanes_alone(struct sim *s, const struct sim_opts *o, uint32_t f, stru
 		*since = t;
 		if (lane_event(s, o, f, P, l, t))
 			return PRISM_ENOMEM;
-		lanes_retime_alone(o, P, t);
+		lanes_retime_alone(s, P, t);
 		/* The main lane has just started a piece: a period? */
 		if (until < 0 && P[0].mode == SIM_L_RUN && P[0].at == t && P[0].k != last &&
 		    P[1].mode != SIM_L_DONE) {
@@ -1075,8 +1079,8 @@ static int pair_expand(struct sim *s, const struct sim_opts *o, struct sim_runni
 	s->fold_busy[f] = s->fst[f].t0_ns;
 	if (lanes_alone(s, o, f, P, &since, t, &end))
 		return PRISM_ENOMEM;
-	rt[0] = lrate_alone(o, &P[0], &P[1]);
-	rt[1] = lrate_alone(o, &P[1], &P[0]);
+	rt[0] = lrate_alone(s, &P[0], &P[1]);
+	rt[1] = lrate_alone(s, &P[1], &P[0]);
 	for (int l = 0; l < 2; l++)
 		if (P[l].mode == SIM_L_RUN) {
 			P[l].rem -= (double)(t - since) * rt[l];
@@ -1093,20 +1097,18 @@ static int pair_expand(struct sim *s, const struct sim_opts *o, struct sim_runni
 static int fin_due(const struct sim *s, const struct sim_opts *o, uint32_t u, int side, int64_t t)
 {
 	const struct sim_lane *L;
-	if (!is_pair(s, o, u))
+	uint32_t f = s->fold_of ? s->fold_of[u] : NONE32;
+	if (f == NONE32 || o->fold->tasks[f].n2 == 0 || s->fst[f].mode == SIM_F_COLLAPSED)
 		return !side && s->nd[u].pred_end == t;
-	if (s->fst[s->fold_of[u]].mode == SIM_F_COLLAPSED)
-		return !side && s->nd[u].pred_end == t;
-	L = &s->lane[4 * s->fold_of[u] + side];
+	L = &s->lane[4 * f + side];
 	return (L->mode == SIM_L_WAIT || L->mode == SIM_L_RUN) && L->pushed == t;
 }
 
 /* Pair u's lanes' work on rank r advanced to t (advance's). */
-static void pair_advance(struct sim *s, const struct sim_opts *o, struct sim_running *r, uint32_t u,
-			 int64_t t)
+static void pair_advance(struct sim *s, struct sim_running *r, uint32_t u, int64_t t)
 {
 	struct sim_lane *P = &s->lane[4 * s->fold_of[u]];
-	double rt[2] = {lrate(o, r, &P[0]), lrate(o, r, &P[1])};
+	double rt[2] = {lrate(s, r, &P[0]), lrate(s, r, &P[1])};
 	for (int l = 0; l < 2; l++)
 		if (P[l].mode == SIM_L_RUN) {
 			P[l].rem -= (double)(t - r->since) * rt[l];
@@ -1116,14 +1118,13 @@ static void pair_advance(struct sim *s, const struct sim_opts *o, struct sim_run
 }
 
 /* Pair u's lanes' events at the current rates (retime's). */
-static int pair_retime(struct sim *s, const struct sim_opts *o, struct sim_running *r, uint32_t u,
-		       int64_t t)
+static int pair_retime(struct sim *s, struct sim_running *r, uint32_t u, int64_t t)
 {
 	struct sim_lane *P = &s->lane[4 * s->fold_of[u]];
 	for (int l = 0; l < 2; l++) {
 		struct sim_lane *L = &P[l];
 		if (L->mode == SIM_L_RUN) {
-			double left = L->rem / lrate(o, r, L);
+			double left = L->rem / lrate(s, r, L);
 			L->pred = left > (double)PRISM_TIME_MAX ? PRISM_TIME_MAX + 1
 								: t + prism_llround(left);
 		} else if (L->mode != SIM_L_WAIT) {
@@ -1457,11 +1458,10 @@ static int begin(struct sim *s, const struct sim_opts *o, uint32_t u, int64_t t,
 static int finish(struct sim *s, const struct sim_opts *o, uint32_t u, int side, int64_t t)
 {
 	struct sim_running *r;
-	uint32_t i;
-	if (is_pair(s, o, u))
-		return pair_step(s, o, u, side, t);
-	if (s->fold_of && s->fold_of[u] != NONE32)
-		return fold_step(s, o, u, t);
+	uint32_t i, f = s->fold_of ? s->fold_of[u] : NONE32;
+	if (f != NONE32)
+		return o->fold->tasks[f].n2 > 0 ? pair_step(s, o, u, side, t)
+						: fold_step(s, o, u, t);
 	r = rank_of(s, u);
 	if (s->end_ns[u] >= 0 || s->nd[u].pred_end != t)
 		return 0;
@@ -1652,6 +1652,7 @@ int sim_run(struct sim *s, const struct sim_opts *o, struct prism_err *err)
 
 	evq_reset(&s->q);
 	run_reset(s, o->skip);
+	sim_rates(s, o);
 	if (cont) {
 		if (contention_alloc(s))
 			return prism_err_set(err, PRISM_ENOMEM, "simulation: out of memory");
@@ -2234,8 +2235,15 @@ static int hy_events(struct sim *s, const struct sim_opts *o, struct hy_last *la
 		uint32_t u = e.node & ~(SIM_FIN | SIM_SIDE);
 		int fin = (e.node & SIM_FIN) != 0, side = (e.node & SIM_SIDE) != 0;
 		int64_t t = e.time_ns;
-		if (s->end_ns[u] >= 0 || (fin && !fin_due(s, o, u, side, t)))
+		if (s->end_ns[u] >= 0)
 			continue; /* stale */
+		if (fin) {	  /* fin_due, all but a pair's case inline */
+			uint32_t f = s->fold_of ? s->fold_of[u] : NONE32;
+			if (f == NONE32 || o->fold->tasks[f].n2 == 0
+				? side || s->nd[u].pred_end != t
+				: !fin_due(s, o, u, side, t))
+				continue; /* stale */
+		}
 		if (!hy_after(s, &last[g->procs[g->proc[u]].rank], u, fin, t))
 			return SIM_MP_SAMETIME;
 		if (fin) {
@@ -2272,6 +2280,7 @@ int sim_run_maxplus(struct sim *s, const struct sim_opts *o, struct prism_err *e
 	s->mp_why = SIM_MP_OPTS;
 	if (o->skip || o->contention_added)
 		return 0;
+	sim_rates(s, o);
 	if (o->fold) {
 		if (fold_alloc(s, o->fold))
 			return prism_err_set(err, PRISM_ENOMEM, "simulation: out of memory");

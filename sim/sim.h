@@ -197,6 +197,9 @@ struct sim {
 	uint64_t n_done;
 	/* Contention (allocated on the first run that asks for it). */
 	double *rem; /* per node: work left at full speed, ns */
+	/* The run's slowed rates, 1 / (1 + sim_opts.slow_compute) and
+	 * 1 / (1 + slow_comm), computed once a run (sim_rates). */
+	double rate_comp, rate_comm;
 	uint32_t n_gpu_ranks;
 	struct sim_running *run; /* per rank: what runs on its GPU */
 	uint8_t *rkind;		 /* per node: what it runs as now (SIM_PIECE_*) */

@@ -110,6 +110,18 @@ check(block, f"no h100-dgx kernels group in --fit:\n{fit[-2000:]}")
 check('\n  gemm_tiles = "sm90";\n' in block.group(1), f"the refit lost Hopper's tiles:\n{block.group(1)}")
 check('\n  gemm_schedule = "stream-k";\n' in block.group(1),
       f"the refit lost cuBLAS's stream-K schedule:\n{block.group(1)}")
+check("l2_caches" not in block.group(1), f"H100 has one L2:\n{block.group(1)}")
+# AMD's eight L2s (split-K's partials at HBM twice) survive a refit
+with tempfile.TemporaryDirectory() as d:
+    amd = os.path.join(d, "mi355x.csv")
+    with open(amd, "w") as f:
+        f.write("gpu,gpu_detail,dtype,out_dtype,op,batch,M,N,K,implementation,tflops,time_ms,"
+                "metric2,value2,units2,source,section,notes\n")
+        f.write("MI355X,x,bf16,bf16,gemm,1,8192,8192,8192,torch.mm,1500.0,,,,,s,t,n\n")
+    fa = run("kernels", "--fit", amd).stdout
+    block_amd = re.search(r"# mi355x\n(kernels = \{.*?\n\};)\n", fa, re.S)
+    check(block_amd and "\n  l2_caches = 8;\n" in block_amd.group(1),
+          f"the refit lost MI355X's L2s:\n{fa[-2000:]}")
 with open(os.path.join(SRC, "configs", "hw", "h100-dgx.cfg")) as f:
     base = f.read().split("# Kernel efficiency by shape")[0]
 with tempfile.TemporaryDirectory() as d:
@@ -139,6 +151,11 @@ with tempfile.TemporaryDirectory() as d:
     r = run("synth", "gpt-small", "--hw", bad, code=2)
     check(f"bad.cfg:{line}: 'kernels.gemm_schedule' must be \"waves\" or \"stream-k\", not "
           f"\"dynamic\"" in r.stderr and r.stderr.count("\n") == 1, r.stderr)
+    with open(bad, "w") as f:
+        f.write(base + 'kernels = {\n  l2_caches = 0;\n};\n')
+    r = run("synth", "gpt-small", "--hw", bad, code=2)
+    check(f"bad.cfg:{line}: 'kernels.l2_caches' must be a whole number in 1..64, not 0"
+          in r.stderr and r.stderr.count("\n") == 1, r.stderr)
     short = os.path.join(d, "short.csv")
     with open(os.path.join(DATA, "gemm.csv")) as f:
         head = f.readline()

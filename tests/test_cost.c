@@ -1689,6 +1689,28 @@ static void test_cdna_tiles(void **state)
 	assert_true(pl.tm == 128 && pl.tn == 128 && pl.splits == 4 && pl.waves == 1 &&
 		    !pl.stream_k);
 	assert_rel_close(kperf_gemm_s(&hw, HW_BF16, 1, 1024, 1024, 4096), 21.4138e-6, 1e-5);
+	/* Eight L2s (an XCD's each, kernels.l2_caches): the 4 splits' fp32
+	 * partials, 16 MiB, are written back past the L2s and read back by
+	 * the reduction, 2 x 2.0972 us at 8 TB/s where one L2 counted one
+	 * pass: 23.5109 us, so one unsplit wave of 256 64x64 tiles (22.8957
+	 * us) is faster now.  The memo keeps the two machines apart. */
+	hw.k.l2s = 8;
+	assert_rel_close(kperf_gemm_plan(&hw, HW_BF16, 1, 1024, 1024, 4096, &pl),
+			 3e-6 + 2e-6 + 2 * 64 * 64 * 4096.0 / (4.6875e12 * 0.4), 1e-12);
+	assert_true(pl.tm == 64 && pl.tn == 64 && pl.splits == 1 && pl.waves == 1);
+	assert_rel_close(kperf_gemm_s(&hw, HW_BF16, 1, 1024, 1024, 4096), 22.8957e-6, 1e-5);
+	/* 1024 x 1024 x 16384: 128x128 split 4 (its partials 2 x 2.0972 us,
+	 * 66.4605 us) still beats 64x64 unsplit (76.5828 us) */
+	assert_rel_close(kperf_gemm_plan(&hw, HW_BF16, 1, 1024, 1024, 16384, &pl),
+			 3e-6 + 2e-6 + 2 * 128 * 128 * 4096.0 / (4.6875e12 * 0.5) +
+			     2 * 4 * 1024 * 1024 * 4.0 / 8e12,
+			 1e-12);
+	assert_true(pl.tm == 128 && pl.tn == 128 && pl.splits == 4 && pl.waves == 1);
+	assert_rel_close(kperf_gemm_s(&hw, HW_BF16, 1, 1024, 1024, 16384), 66.4605e-6, 1e-5);
+	/* no split: the L2s change nothing */
+	assert_rel_close(kperf_gemm_s(&hw, HW_BF16, 1, 4096, 4096, 4096), 119.5324e-6, 1e-6);
+	hw.k.l2s = 0;
+	assert_rel_close(kperf_gemm_s(&hw, HW_BF16, 1, 1024, 1024, 4096), 21.4138e-6, 1e-5);
 	hw.k.sched = HW_SCHED_STREAMK;
 	assert_rel_close(kperf_gemm_plan(&hw, HW_BF16, 1, 1024, 1024, 4096, &pl), 21.4138e-6, 1e-5);
 	assert_true(pl.tm == 128 && pl.tn == 128 && pl.splits == 4 && !pl.stream_k);
@@ -2357,9 +2379,15 @@ static void test_analytic_small(void **state)
 	 *    gradients' GEMMs (64.4245 and 83.8861 us), hidden: 4 exposed,
 	 *    83.88608 us (167.77216 until the backward's all-reduce ran
 	 *    beside the weight gradient, Megatron's allreduce_dgrad).
+	 *  - The embedding's all-reduce over tp (VocabParallelEmbedding,
+	 *    layer.c embed_reduce): 2 MiB, 20.97152 us, forward on stage 0;
+	 *    the loss's three all-reduces of 1024 fp32 values (ce_allreduce):
+	 *    3 x 4096 B x (2 x 1/2) at 100 GB/s = 0.12288 us on stage 1.
 	 *  - PP: the 2 MiB activation and its gradient in the node: 41.94304 us.
-	 *  - slots 2,031.9725 us (stage 0) and 4,899.3036 us (stage 1): 4 of
-	 *    the slowest and the other once: 21.629187 ms.
+	 *  - slots 2,052.9440 us (stage 0) and 4,899.4265 us (stage 1): 4 of
+	 *    the slowest and the other once: 21.650650 ms (2,031.9725 and
+	 *    4,899.3036 us, 21.629187 ms, before the embedding's and the
+	 *    loss's collectives).
 	 *  - DP: stage 0 holds 12,596,224 layer parameters per GPU, the word
 	 *    embedding's half 16,384,000 and the positions 1,048,576:
 	 *    30,028,800; fp32 gradients, 120,115,200 B over 2 GPUs in the node:
@@ -2380,8 +2408,8 @@ static void test_analytic_small(void **state)
 	 *    fp32, 65,536,000 B) all-reduced between the two stages after
 	 *    their data-parallel reductions: 2 x 1/2 x 65,536,000 B at 100
 	 *    GB/s = 655.36 us (Megatron's _allreduce_word_embedding_grads).
-	 *  Iteration: 21.6291868672 + 1.201152 + 0.65536 + 1.2612096 ms =
-	 *  24.7469084672 ms: stage 0's tail after its own end, the drain's
+	 *  Iteration: 21.6506499072 + 1.201152 + 0.65536 + 1.2612096 ms =
+	 *  24.7683715072 ms: stage 0's tail after its own end, the drain's
 	 *  (stage 1 ends a stage-0 backward earlier, its tail shorter too:
 	 *  28,982,272 parameters, 1,159.29 us of all-reduce and 1,217.26 us
 	 *  of optimizer). */
@@ -2420,22 +2448,23 @@ static void test_analytic_small(void **state)
 	}
 	assert_int_equal(out.microbatches, 4);
 	assert_rel_close(out.t_compute, 4773.47446784e-6, 1e-9);
-	assert_rel_close(out.t_tp, 4 * 2097152 / 100e9, 1e-12);
+	assert_rel_close(out.t_tp, 4 * 2097152 / 100e9 + 3 * 4096 / 100e9, 1e-12);
 	assert_rel_close(out.t_p2p, 2 * 2097152 / 100e9, 1e-12);
 	assert_rel_close(out.t_dp, 4 * 30028800 / 100e9, 1e-12);
 	assert_rel_close(out.t_dp_exposed, 4 * 30028800 / 100e9 + 2 * 0.5 * 65536000 / 100e9,
 			 1e-12);
 	assert_rel_close(out.t_opt, 42 * 30028800 / 1e12 + 4 * 2 * 0.75 / 100e9, 1e-12);
-	assert_rel_close(out.t_slot, 4899.30358784e-6, 1e-9);
+	assert_rel_close(out.t_slot, 4899.42646784e-6, 1e-9);
 	/* The other stage once: its forward in the fill, its backward in the
 	 * drain, at its GPU's pace: its forward share (its compute's with the
 	 * layer's forward all-reduces, the dry run's: fwd_share; the backward's
 	 * run beside its weight gradients) outlasts its host's launches of it,
-	 * 699.60 us, so fill and drain are the stage's GPU side, 2,031.97 us.
+	 * 699.60 us, so fill and drain are the stage's GPU side, 2,052.94 us
+	 * (the embedding's all-reduce in its forward share).
 	 * (With the all-reduces split as the compute the forward fell short of
 	 * the launches, the fill at the host's pace.) */
-	assert_rel_close(out.t_bubble, 2031.97251584e-6, 1e-9);
-	assert_rel_close(out.t_iter, 24.7469084672e-3 + 60e-12, 1e-12);
+	assert_rel_close(out.t_bubble, 2052.94403584e-6, 1e-9);
+	assert_rel_close(out.t_iter, 24.7683715072e-3 + 60e-12, 1e-12);
 	/* With pp_overlap the sends leave the slots for the fill and drain,
 	 * half a transfer each way: the 4 slots lose 41.94304 us each, the
 	 * bubble stays stage 0's GPU side (without its transfers, split as its
@@ -2498,7 +2527,7 @@ static void test_analytic_small(void **state)
 		assert_int_equal(analytic_estimate(&in, &out, &err), 0);
 		bub = out.t_bubble;
 		it = out.t_iter;
-		assert_rel_close(bub, 2031.97251584e-6, 1e-9);
+		assert_rel_close(bub, 2052.94403584e-6, 1e-9);
 		synth_in_default(&si);
 		si.m = in.m;
 		si.hw = &hw;
@@ -2510,8 +2539,8 @@ static void test_analytic_small(void **state)
 		/* stage 0's GPU side's forward share: its compute's (f of f +
 		 * b), and each layer's two forward all-reduces, all its slot
 		 * holds (fwd_share; the backward's run beside its weight
-		 * gradients) */
-		gf = (bub - 83.88608e-6) * f / (f + b) + 83.88608e-6;
+		 * gradients), and the embedding's all-reduce (20.97152 us) */
+		gf = (bub - 83.88608e-6 - 20.97152e-6) * f / (f + b) + 83.88608e-6 + 20.97152e-6;
 		/* ZB-1P (pipe_ends): stage 0's forward share of its slot in the
 		 * fill; the last stage holds 2 W passes (its (s+1)-th B, s = 1)
 		 * of its 2 layers, 4 w, after its last B, beside stage 0's last
@@ -2529,22 +2558,25 @@ static void test_analytic_small(void **state)
 		/* ZB-V: ZB-2p's scaling of a fill and drain through chunks of
 		 * half a stage (v = 2), the head on stage 0 beside the
 		 * embedding: the slowest stage's slot takes both, the others'
-		 * sum neither (1F1B's took the smaller of the two). */
+		 * sum neither (1F1B's took the smaller of the two, with the
+		 * embedding's all-reduce, 20.97152 us). */
 		{
 			double emb, head;
 			synth_extra_times(&si, &emb, &head);
 			in.lay.schedule = LAYOUT_ZBV;
 			assert_int_equal(analytic_estimate(&in, &out, &err), 0);
-			assert_rel_close(
-			    out.t_bubble,
-			    (bub - fmin(emb, head)) / 2 * fmax(f, f + b - 3 * w) / (f + b), 1e-9);
+			assert_rel_close(out.t_bubble,
+					 (bub - fmin(emb, head) - 20.97152e-6) / 2 *
+					     fmax(f, f + b - 3 * w) / (f + b),
+					 1e-9);
 			/* DualPipeV: ZB-V's (test_dpv_bubble: the same where
 			 * T_F = T_B = T_W) */
 			in.lay.schedule = LAYOUT_DUALPIPEV;
 			assert_int_equal(analytic_estimate(&in, &out, &err), 0);
-			assert_rel_close(
-			    out.t_bubble,
-			    (bub - fmin(emb, head)) / 2 * fmax(f, f + b - 3 * w) / (f + b), 1e-9);
+			assert_rel_close(out.t_bubble,
+					 (bub - fmin(emb, head) - 20.97152e-6) / 2 *
+					     fmax(f, f + b - 3 * w) / (f + b),
+					 1e-9);
 		}
 		in.lay.schedule = LAYOUT_1F1B;
 		in.lay.exec = LAYOUT_EXEC_EAGER;
@@ -2634,8 +2666,11 @@ static void test_analytic_zero3_tp(void **state)
 	/* tensor-parallel: 4 layers x 4 all-reduces of 16,777,216 B, the
 	 * backward's two a layer (QKV's and FC1's input gradients) beside
 	 * their weight gradients' GEMMs, which hide 2 x 8192 x 1024 x (1536
-	 * + 2048) / 1e16 = 6.0129542144 us of them (test_analytic_sp_tp) */
-	assert_rel_close(out.t_tp, 16 * 671.08864e-6 - 4 * 6.0129542144e-6, 1e-12);
+	 * + 2048) / 1e16 = 6.0129542144 us of them (test_analytic_sp_tp);
+	 * the embedding's all-reduce of the same 16,777,216 B (layer.c
+	 * embed_reduce) and the loss's three of 8192 fp32 values
+	 * (ce_allreduce), 32,768 x 2 x 1/2 / 25 GB/s = 1.31072 us each */
+	assert_rel_close(out.t_tp, 17 * 671.08864e-6 - 4 * 6.0129542144e-6 + 3 * 1.31072e-6, 1e-12);
 	/* the gathers' first (each direction's, each microbatch): the rest
 	 * hides behind the layers' tensor-parallel collectives */
 	assert_rel_close(out.t_dp_exposed, 2 * 2 * 251.92448e-6, 1e-12);
@@ -2658,7 +2693,12 @@ static void test_analytic_zero3_tp(void **state)
  * 2.5769803776 us of QKV's and 2 x 8192 x 2048 x 1024 / 1e16 =
  * 3.4359738368 us of FC1's: 8 x 345.54432 - 4 x 6.0129542144 =
  * 2740.3027431424 us exposed.  Without sp, 16 all-reduces, the backward's
- * beside the same weight-gradient GEMMs. */
+ * beside the same weight-gradient GEMMs.  Beside the layers: the
+ * embedding's reduction (learned positions: an all-reduce even with sp,
+ * 10 + 671.08864 us, then a split; layer.c embed_reduce) and with sp its
+ * gradient's all-gather backward (345.54432 us), the loss's three
+ * all-reduces of 8192 fp32 values, 10 + 32,768 B x 2 x 1/2 / 25 GB/s =
+ * 11.31072 us each (ce_allreduce). */
 static void test_analytic_sp_tp(void **state)
 {
 	struct hw_profile hw = test_node(25, 0);
@@ -2675,13 +2715,15 @@ static void test_analytic_sp_tp(void **state)
 	 * that much of them: 4 layers of it. */
 	assert_rel_close(out.t_tp,
 			 16 * 2 * 345.54432e-6 + 2740.3027431424e-6 -
-			     4 * 2.0 * 8192 * 1024 * (1536 + 2048) / 1e16,
+			     4 * 2.0 * 8192 * 1024 * (1536 + 2048) / 1e16 + 681.08864e-6 +
+			     345.54432e-6 + 3 * 11.31072e-6,
 			 1e-12);
 	/* Without sp, 16 all-reduces, the backward's 8 beside the same
 	 * weight gradients (layers.py allreduce_dgrad). */
 	in.lay.sp = 0;
 	tp_layer_estimate(&in, &out);
-	assert_rel_close(out.t_tp, 16 * 681.08864e-6 - 4 * 6.0129542144e-6, 1e-12);
+	assert_rel_close(out.t_tp, 17 * 681.08864e-6 - 4 * 6.0129542144e-6 + 3 * 11.31072e-6,
+			 1e-12);
 }
 
 /* A Python-level call timed by triton.testing.do_bench (docs/MODEL.md,

@@ -152,6 +152,52 @@ static void test_random_interleaved(void **state)
 	evq_release(&q);
 }
 
+/* Sequence numbers renumbered when they reach the queue's limit (set
+ * low here; 2^32 - 1 in a simulation): the pending entries' order, and so
+ * the order popped, is that of the pushes all the same -- checked against
+ * a scan by (time, push order) as above, over many renumberings, with a
+ * held entry and many ties among them.  Renumbering the heap's entries
+ * where they lie, without sorting them first, fails it. */
+static void test_renumber(void **state)
+{
+	enum { N = 48 };
+	static struct ref pend[N];
+	struct evq q;
+	struct evq_entry e;
+	size_t np = 0;
+	uint64_t seq = 0, last_seq = 0;
+	int64_t now = 0;
+	int renumbered = 0;
+	(void)state;
+
+	assert_int_equal(evq_init(&q, 1), 0);
+	q.seq_limit = 64; /* above the N pending */
+	srand(11);
+	for (int step = 0; step < 40 * N; step++) {
+		if (np < N && (np == 0 || rand() % 5 < 3)) {
+			pend[np] = (struct ref){now + rand() % 5, seq++, (uint32_t)step};
+			assert_int_equal(evq_push(&q, pend[np].t, pend[np].node), 0);
+			renumbered += q.next_seq < last_seq;
+			last_seq = q.next_seq;
+			np++;
+		} else {
+			size_t b = 0;
+			for (size_t i = 1; i < np; i++)
+				if (cmp_ref(&pend[i], &pend[b]) < 0)
+					b = i;
+			assert_int_equal(evq_pop(&q, &e), 0);
+			assert_int_equal(e.time_ns, pend[b].t);
+			assert_int_equal(e.node, pend[b].node);
+			assert_true(e.seq < q.seq_limit);
+			now = e.time_ns;
+			pend[b] = pend[--np];
+		}
+		assert_int_equal(evq_size(&q), np);
+	}
+	assert_true(renumbered > 10);
+	evq_release(&q);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -159,6 +205,7 @@ int main(void)
 	    cmocka_unit_test(test_interleaved),
 	    cmocka_unit_test(test_random_interleaved),
 	    cmocka_unit_test(test_hot),
+	    cmocka_unit_test(test_renumber),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

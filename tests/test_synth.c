@@ -1289,6 +1289,65 @@ static void test_accumulation_adds(void **state)
 	graph_free(g[1]);
 }
 
+/* The pure-bf16 optimizer (PyTorch's AdamW on the bf16 parameters, no
+ * main gradients) accumulates as autograd does by default
+ * (synth_acc_bytes): acc_elem_bytes 0 gives the same 100 adds in each of
+ * microbatches 1 and 2 as acc_elem_bytes 2 above, and the same step;
+ * acc_elem_bytes -1 none, the step shorter by exactly their time.  Its
+ * step counts advance in one multi-tensor kernel a step (fused AdamW's
+ * _foreach_add_), which Megatron-LM's optimizer (fp32) does not run. */
+static void test_bf16_optimizer_adds(void **state)
+{
+	struct synth_in in;
+	struct synth_out so;
+	struct settle_out st;
+	struct graph *g[4];
+	int64_t kern[4], adds[4];
+	int count[4], steps[4];
+	const double acc[4] = {0, 2, -1, 0};
+	(void)state;
+	for (int i = 0; i < 4; i++) {
+		small(&in);
+		in.lay.microbatches = 3;
+		in.steps = 2;
+		in.lay.optimizer_dtype = i < 3 ? LAYOUT_OPT_BF16 : LAYOUT_OPT_FP32;
+		in.lay.clip_grad = 0;
+		in.acc_elem_bytes = acc[i];
+		g[i] = build(&in, &so, &st);
+		kern[i] = kernels_ns(g[i]);
+		adds[i] = named_ns(g[i], GRAPH_ACC_KERNEL, &count[i]);
+		named_ns(g[i], "multi_tensor_apply_kernel<foreach_add> (step)", &steps[i]);
+		synth_out_release(&so);
+	}
+	assert_int_equal(count[0], 100 * 2 * 2);
+	assert_int_equal(count[1], count[0]);
+	assert_int_equal(kern[1], kern[0]);
+	assert_int_equal(count[2], 0);
+	assert_int_equal(count[3], 0);
+	assert_int_equal(kern[0] - kern[2], adds[0]);
+	assert_int_equal(steps[0], 2);
+	assert_int_equal(steps[2], 2);
+	assert_int_equal(steps[3], 0);
+	for (int i = 0; i < 4; i++)
+		graph_free(g[i]);
+	/* The host launches them too: a layer's backward in a later
+	 * microbatch, as the estimate's dry run counts it, 12 ops more at the
+	 * eager 21.6 + 5 us each (acc_host_share blends it over the
+	 * microbatches). */
+	{
+		double f0, b0, f1, b1;
+		small(&in);
+		in.lay.optimizer_dtype = LAYOUT_OPT_BF16;
+		in.lay.clip_grad = 0;
+		in.acc_elem_bytes = -1;
+		synth_layer_host(&in, 0, &f0, &b0);
+		in.acc_elem_bytes = 0;
+		synth_layer_host(&in, 0, &f1, &b1);
+		assert_rel_close(f1, f0, 1e-12);
+		assert_rel_close(b1 - b0, 12 * 26.6e-6, 1e-9);
+	}
+}
+
 /* The lower bound lb of in against two more: a zero-bubble schedule's
  * W passes may end a stage, so its bound is at most 1F1B's; with
  * selective recomputation, every recompute module is more work, and its
@@ -3641,14 +3700,18 @@ static void test_cp_allgather(void **state)
  * gathers its input again backward (its forward gather the last layer's)
  * and reduce-scatters its input gradient, once each of the 2: 66
  * reduce-scatters, 98 gathers, 2 of them the output layer's bf16
- * re-gathers in every dtype, 34 re-gathers in all.
+ * re-gathers in every dtype, 34 re-gathers in all.  The embedding (learned
+ * positions: VocabParallelEmbedding's all-reduce, then a split, layer.c
+ * embed_reduce) gathers its output gradient backward, bf16 on the compute
+ * stream, once each of the 2: 100 gathers, 4 of them bf16 in every dtype.
  * The reduce-scatters are of bf16, 1024 x 1024 x 2 = 2,097,152 bytes, in
  * every dtype; the layers' gathers of fp8 under the per-tensor recipes
  * (delayed, current: 1,048,576 bytes), of bf16 in a bf16 run and under
  * blockwise (taken as bf16).  A LoRA adapter on FC1 asks for the gathered
  * bf16 norm output: FC1's input gather (one a layer, 16 in all) is of
  * bf16 again; LoRA freezes the weights, so no weight gradient and no
- * re-gather (64 gathers).
+ * re-gather (64 gathers), and the embedding frozen, no gradient of it to
+ * gather.
  */
 /* A tp 2 sequence-parallel layer's backward (Megatron-LM's layers.py
  * LinearWithGradAccumulationAndAsyncCommunication.backward): each column-
@@ -3662,7 +3725,9 @@ static void test_cp_allgather(void **state)
  * all-reduced in the same place (allreduce_dgrad: all_reduce(grad_input,
  * async_op=True) after the dgrad matmul, waited after wgrad), the
  * forward's all-reduces (the projection's and FC2's outputs) on the
- * compute stream. */
+ * compute stream, and the embedding's (VocabParallelEmbedding's
+ * reduce_from_tensor_model_parallel_region, once a microbatch on the
+ * first stage: 2 more forward, the same bytes) there too. */
 static void test_sp_rs_beside_wgrad(void **state)
 {
 	(void)state;
@@ -3730,8 +3795,10 @@ static void test_sp_rs_beside_wgrad(void **state)
 			      joined);
 		/* 2 ranks x 4 layers x 2 microbatches x 2 Linears each way;
 		 * the output layer's backward once a microbatch (the norm's
-		 * backward after it is the final norm's) */
-		assert_int_equal(fwd, 32);
+		 * backward after it is the final norm's); without sp the
+		 * embedding's all-reduce forward, once a microbatch (with sp
+		 * an all-reduce too, learned positions: not a reduce-scatter) */
+		assert_int_equal(fwd, sp ? 32 : 34);
 		assert_int_equal(side, 34);
 		assert_int_equal(dx, 34);
 		assert_int_equal(logits, 2);
@@ -3746,10 +3813,10 @@ static void test_sp_fp8_gather(void **state)
 	static const struct {
 		int dtype, recipe, lora;
 		int ag_fp8, ag_bf16;
-	} want[] = {{HW_BF16, LAYOUT_FP8_DELAYED, 0, 0, 98},
-		    {HW_FP8, LAYOUT_FP8_DELAYED, 0, 96, 2},
-		    {HW_FP8, LAYOUT_FP8_CURRENT, 0, 96, 2},
-		    {HW_FP8, LAYOUT_FP8_BLOCKWISE, 0, 0, 98},
+	} want[] = {{HW_BF16, LAYOUT_FP8_DELAYED, 0, 0, 100},
+		    {HW_FP8, LAYOUT_FP8_DELAYED, 0, 96, 4},
+		    {HW_FP8, LAYOUT_FP8_CURRENT, 0, 96, 4},
+		    {HW_FP8, LAYOUT_FP8_BLOCKWISE, 0, 0, 100},
 		    {HW_FP8, LAYOUT_FP8_DELAYED, 1, 48, 16}};
 	(void)state;
 	for (size_t k = 0; k < sizeof(want) / sizeof(want[0]); k++) {
@@ -3800,6 +3867,227 @@ static void test_sp_fp8_gather(void **state)
 		assert_int_equal(side, want[k].lora ? 0 : 34);
 		assert_int_equal(a1, want[k].ag_fp8);
 		assert_int_equal(a2, want[k].ag_bf16);
+		synth_out_release(&so);
+		graph_free(g);
+	}
+}
+
+/*
+ * The vocabulary-parallel embedding's and cross-entropy's tensor-parallel
+ * collectives, by hand, on the small GPT (8 layers, b s h = 2 x 1024 x
+ * 1024 with mbs 2, one microbatch, 2 steps, pp 1) at tp 2:
+ *  - the embedding's output, 2 x 1024 x 1024 bf16 = 4,194,304 B, summed
+ *    over tp (Megatron-LM VocabParallelEmbedding.forward): an all-reduce,
+ *    or with sp and no learned positions (rope: reduce_scatter_embeddings)
+ *    a reduce-scatter -- the step's first tp collective; with sp its
+ *    gradient all-gathered backward (the backward of the reduce-scatter,
+ *    or of scatter_to_sequence_parallel_region after learned positions) --
+ *    the step's last;
+ *  - the loss's three all-reduces of [s, b] fp32, 4 x 2 x 1024 = 8192 B
+ *    (cross_entropy.py _VocabParallelCrossEntropy.forward): the logits'
+ *    maximum after the passes that find it, then the predicted logit's and
+ *    the sum of exponentials' after the sum, on the compute stream.
+ * A step's tp collectives: without sp, each layer's 2 all-reduces forward
+ * and 2 backward (QKV's and FC1's input gradients), the output layer's
+ * input gradient's, the embedding's and the loss's 3: 8 x 4 + 1 + 1 + 3 =
+ * 37; with sp each layer's 2 reduce-scatters and 2 gathers forward, 2
+ * gathers of output gradients, 2 re-gathers and 2 reduce-scatters
+ * backward (10), the output layer's re-gather and reduce-scatter, the
+ * embedding's 2 and the loss's 3: 80 + 2 + 2 + 3 = 87.
+ */
+static void test_vocab_parallel_colls(void **state)
+{
+	(void)state;
+	for (int k = 0; k < 4; k++) {
+		int sp = k & 1, rope = k >> 1;
+		struct synth_in in;
+		struct synth_out so;
+		struct settle_out st;
+		struct graph *g;
+		int n = 0, ce = 0, emb_first = 0, emb_last = 0;
+		uint32_t first = UINT32_MAX, last = UINT32_MAX, comp = UINT32_MAX;
+		small(&in);
+		in.m.rope = rope;
+		in.lay.tp = 2;
+		in.lay.sp = sp;
+		in.lay.mbs = 2;
+		in.steps = 2;
+		g = build(&in, &so, &st);
+		for (uint32_t i = 0; i < g->n_colls; i++) {
+			const struct graph_coll *x = &g->colls[i];
+			const char *name = strtab_get(&g->st, g->name[x->node]);
+			if (strncmp(strtab_get(&g->st, x->pg), "tp.", 3) != 0)
+				continue;
+			n++;
+			if (first == UINT32_MAX)
+				first = i, comp = g->proc[x->node];
+			last = i;
+			if (x->bytes == 8192) {
+				/* the loss's: Max, Sum, Sum in turn, each after
+				 * its pass on the compute stream */
+				uint32_t v = x->node - 1;
+				assert_int_equal(x->kind, GC_ALL_REDUCE);
+				assert_int_equal(g->proc[x->node], comp);
+				while (g->proc[v] != comp)
+					v--;
+				assert_string_equal(
+				    name, ce % 3 == 0 ? "ncclDevKernel_AllReduce_Max_f32_RING_LL"
+						      : "ncclDevKernel_AllReduce_Sum_f32_RING_LL");
+				assert_string_equal(
+				    strtab_get(&g->st, g->name[v]),
+				    ce % 3 == 0	  ? "cross_entropy_elementwise_fwd"
+				    : ce % 3 == 1 ? "cross_entropy_softmax_fwd"
+						  : "ncclDevKernel_AllReduce_Sum_f32_RING_LL");
+				ce++;
+			}
+			/* the embedding's: the step's first (forward) and,
+			 * with sp, last (its gradient's gather) */
+			if (x->bytes == 4194304 && g->proc[x->node] == comp) {
+				uint32_t v = x->node - 1;
+				while (g->proc[v] != comp)
+					v--;
+				if (strcmp(strtab_get(&g->st, g->name[v]),
+					   "indexSelectLargeIndex") == 0) {
+					assert_int_equal(x->kind, sp && rope ? GC_REDUCE_SCATTER
+									     : GC_ALL_REDUCE);
+					emb_first++;
+				}
+				for (v = x->node + 1; g->proc[v] != comp; v++)
+					;
+				if (strcmp(strtab_get(&g->st, g->name[v]),
+					   "embedding_backward_feature_kernel") == 0) {
+					assert_int_equal(x->kind, GC_ALL_GATHER);
+					emb_last++;
+				}
+			}
+		}
+		print_message("rope %d sp %d: %d tp collectives, %d of the loss, the embedding's "
+			      "%d forward %d backward\n",
+			      rope, sp, n, ce, emb_first, emb_last);
+		assert_int_equal(n, 2 * (sp ? 87 : 37));
+		assert_int_equal(ce, 2 * 3);
+		assert_int_equal(emb_first, 2);
+		assert_int_equal(emb_last, sp ? 2 : 0);
+		/* the run's first is the embedding's forward reduction; with
+		 * sp its last the embedding gradient's gather */
+		assert_int_equal(g->colls[first].bytes, 4194304);
+		assert_int_equal(g->colls[last].kind, sp ? GC_ALL_GATHER : GC_ALL_REDUCE);
+		synth_out_release(&so);
+		graph_free(g);
+	}
+}
+
+/*
+ * MTP's sequence-parallel gathers under fp8, by hand: the small GPT with
+ * one MTP depth (a dense layer of its own, eh_proj 2h -> h / t, a second
+ * loss) at tp 2 sp, one microbatch of 1 x 1024, 2 steps.  A step's
+ * all-gathers: each of the 9 layers' 6 (its 2 rounds' gathers forward,
+ * 2 output-gradient gathers and 2 re-gathers backward, test_sp_fp8_gather),
+ * the embedding gradient's (the main one's; the depth's embedding too: 2),
+ * the output layer's re-gather for each of the 2 losses, eh_proj's input
+ * forward and its re-gather backward, the depth's output gathered over h
+ * (gather_from_tensor_model_parallel_region) and, backward, its gradient
+ * over the sequence (scatter_to_sequence_parallel_region's backward):
+ * 54 + 2 + 2 + 2 + 2 = 62.  Under fp8 delayed scaling the layers' 54 and
+ * eh_proj's 2 (Transformer Engine's Linear quantises its input before the
+ * gather and gathers the saved fp8 shard again, te_linear_gather_bytes)
+ * move 1 byte a value rather than 2: 54 x 1024 x 1024 + 2 x 2 x 1024 x
+ * 1024 bytes less a step, the rest bf16 in both.
+ */
+static void test_mtp_fp8_gathers(void **state)
+{
+	double sum[2] = {0, 0};
+	int n[2] = {0, 0};
+	(void)state;
+	for (int f = 0; f < 2; f++) {
+		struct synth_in in;
+		struct synth_out so;
+		struct settle_out st;
+		struct graph *g;
+		small(&in);
+		in.m.mtp_layers = 1;
+		in.lay.tp = 2;
+		in.lay.sp = 1;
+		in.steps = 2;
+		in.lay.dtype = f ? HW_FP8 : HW_BF16;
+		in.lay.fp8_recipe = LAYOUT_FP8_DELAYED;
+		g = build(&in, &so, &st);
+		for (uint32_t i = 0; i < g->n_colls; i++)
+			if (g->colls[i].kind == GC_ALL_GATHER) {
+				sum[f] += (double)g->colls[i].bytes;
+				n[f]++;
+			}
+		synth_out_release(&so);
+		graph_free(g);
+	}
+	print_message("mtp tp 2 sp: %d gathers, %.0f bytes bf16, %.0f fp8\n", n[0], sum[0], sum[1]);
+	assert_int_equal(n[0], 2 * 62);
+	assert_int_equal(n[1], 2 * 62);
+	assert_true(sum[0] - sum[1] == 2 * (54.0 * 1048576 + 2 * 2097152));
+}
+
+/*
+ * The shared experts' sequence-parallel gathers under fp8 delayed scaling,
+ * by hand, on the MoE model above (3 MoE layers, b s h = 1 x 1024 x 1024)
+ * at tp 2 sp, one microbatch, 2 steps: FC1 and FC2 are Transformer
+ * Engine's own column- and row-parallel Linears (SharedExpertMLP), so FC1's
+ * input is quantised before its gather (linear.py _Linear.forward) and
+ * FC2's output gradient gathered in fp8 (base.py grad_output_preprocess):
+ * 1,048,576 bytes each, 6 of each in the run.  Beside the dispatcher
+ * (--moe-shared-expert-overlap) Megatron turns the Linears' communication
+ * off and gathers explicitly in bf16: 2,097,152 bytes.
+ */
+static void test_shared_fp8_gathers(void **state)
+{
+	(void)state;
+	for (int ov = 0; ov < 2; ov++) {
+		struct synth_in in;
+		struct synth_out so;
+		struct settle_out st;
+		struct graph *g;
+		int fc1 = 0, fc2 = 0;
+		double want = ov ? 2097152 : 1048576;
+		moe_small(&in);
+		in.lay.tp = 2;
+		in.lay.sp = 1;
+		in.steps = 2;
+		in.lay.dtype = HW_FP8;
+		in.lay.fp8_recipe = LAYOUT_FP8_DELAYED;
+		in.lay.moe_shared_overlap = ov;
+		g = build(&in, &so, &st);
+		for (uint32_t i = 0; i < g->n_colls; i++) {
+			uint32_t u = g->colls[i].node, v = u + 1;
+			const char *name;
+			if (g->colls[i].kind != GC_ALL_GATHER)
+				continue;
+			/* the next GEMM on its stream (casts between, no other
+			 * collective: beside the dispatcher the side stream
+			 * also carries the layers' re-gathers) */
+			for (int k = 0; v < g->n_nodes && k < 4; v++) {
+				if (g->proc[v] != g->proc[u])
+					continue;
+				name = strtab_get(&g->st, g->name[v]);
+				if (strstr(name, "gemm") || g->coll[v] != UINT32_MAX)
+					break;
+				k++;
+			}
+			if (v >= g->n_nodes || g->proc[v] != g->proc[u] || g->coll[v] != UINT32_MAX)
+				continue;
+			name = strtab_get(&g->st, g->name[v]);
+			if (strstr(name, "shared_fc1") && !strstr(name, "_dx") &&
+			    !strstr(name, "_dw")) {
+				assert_true((double)g->colls[i].bytes == want);
+				fc1++;
+			}
+			if (strstr(name, "shared_fc2_dx")) {
+				assert_true((double)g->colls[i].bytes == want);
+				fc2++;
+			}
+		}
+		print_message("shared experts%s: %d FC1 input gathers, %d FC2 gradient gathers\n",
+			      ov ? " beside the dispatcher" : "", fc1, fc2);
+		assert_int_equal(fc1, 6);
+		assert_int_equal(fc2, 6);
 		synth_out_release(&so);
 		graph_free(g);
 	}
@@ -5679,8 +5967,9 @@ static void test_pipe_ends(void **state)
  * the 6), a layer's backward lb with its backward tensor-parallel time ar
  * - arf (sp's reduce-scatter and re-gather beside the GEMMs: 87 of the
  * layer's 254 us), half a transfer each way a stage (pp_overlap) and
- * stage 0's share of its embedding's compute:
- *   bubble = (12 (lb + ar - arf) + p2p + emb lb / (lf + lb)) / 2
+ * stage 0's share of its embedding's compute and its gradient's all-
+ * gather (sp; synth_extra_tp_s, 14 us):
+ *   bubble = (12 (lb + ar - arf) + p2p + emb lb / (lf + lb) + eg) / 2
  * = 3.50 ms (the simulated drain, stage 2's last backward to stage 0's,
  * 3.81 ms: each layer 591 us with its re-gather waited for, and a 134 us
  * receive a stage).  With the stages' GPU sides split as the compute
@@ -5698,7 +5987,7 @@ static void test_analytic_uneven_interleaved(void **state)
 	struct prism_err err;
 	struct synth_stage_host sh[4];
 	struct comm_est ce;
-	double lf, lb, la, hf, hb, ar, arf, emb, head, p2p, ff, slot, drain, old;
+	double lf, lb, la, hf, hb, ar, arf, emb, head, etp[2], htp, p2p, ff, slot, drain, old;
 	static const struct {
 		int tp, pp, dp, vp, m, sched, rec, zero, sp;
 	} c = {2, 4, 64, 2, 8, LAYOUT_INTERLEAVED, LAYOUT_RECOMPUTE_NONE, 0, 1};
@@ -5715,6 +6004,7 @@ static void test_analytic_uneven_interleaved(void **state)
 	synth_layer_host(&in, 0, &hf, &hb);
 	synth_stage_host(&in, sh);
 	synth_extra_times(&in, &emb, &head);
+	synth_extra_tp_s(&in, etp, &htp);
 	/* b s h / tp bf16 activations between nodes (2 x 64 ranks a stage) */
 	assert_int_equal(comm_time(&hw, GC_SEND_RECV, 2048.0 * 2048 * 2 / 2,
 				   (struct comm_group){2, 1}, 1, COMM_AUTO, &ce),
@@ -5723,7 +6013,7 @@ static void test_analytic_uneven_interleaved(void **state)
 	ff = lf / (lf + lb);
 	slot =
 	    8 * (hf + hb) + sh[2].xfer_fwd_s + sh[2].dp_fwd_s + sh[2].xfer_bwd_s + sh[2].dp_bwd_s;
-	drain = (12 * (lb + ar - arf) + p2p + emb * (1 - ff)) / 2;
+	drain = (12 * (lb + ar - arf) + p2p + emb * (1 - ff) + etp[1]) / 2;
 	/* the compute's split: each stage's GPU side c + n ar, its backward
 	 * share 1 - ff */
 	old = ((12 * (lf + lb + ar) + emb) * (1 - ff) + p2p) / 2;
@@ -6231,6 +6521,7 @@ int main(void)
 	    cmocka_unit_test(test_selective_recompute),
 	    cmocka_unit_test(test_recompute_modules),
 	    cmocka_unit_test(test_accumulation_adds),
+	    cmocka_unit_test(test_bf16_optimizer_adds),
 	    cmocka_unit_test(test_zero3_layer),
 	    cmocka_unit_test(test_zero3_impls),
 	    cmocka_unit_test(test_unfused_attention),
@@ -6261,6 +6552,9 @@ int main(void)
 	    cmocka_unit_test(test_cp_ring),
 	    cmocka_unit_test(test_cp_allgather),
 	    cmocka_unit_test(test_sp_fp8_gather),
+	    cmocka_unit_test(test_vocab_parallel_colls),
+	    cmocka_unit_test(test_mtp_fp8_gathers),
+	    cmocka_unit_test(test_shared_fp8_gathers),
 	    cmocka_unit_test(test_fp8_amax_reduce),
 	    cmocka_unit_test(test_sp_rs_beside_wgrad),
 	    cmocka_unit_test(test_cp_a2a),

@@ -75,8 +75,8 @@ double kperf_gemm_plan_sched(const struct hw_profile *hw, int dtype, double b, d
 			   : KPERF_SM80_TILES,
 	       nd = sm90 ? NDIMS : KPERF_SM80_DIMS;
 	const struct hw_gemm *g;
-	double S, inv_s, per_flop[4], floor_s[4], cm[NDIMS], cn[NDIMS], best = HUGE_VAL, es, out_b,
-									mem, rate, tile_s, clock;
+	double S, inv_s, per_flop[4], floor_s[4], cm[NDIMS], cn[NDIMS],
+	    best = HUGE_VAL, es, out_b, mem, rate, tile_s, clock, passes;
 	struct kperf_gemm_plan pl = {0, 0, 0, 0, 0, 0, 0};
 
 	if (plan)
@@ -88,6 +88,9 @@ double kperf_gemm_plan_sched(const struct hw_profile *hw, int dtype, double b, d
 		return 0;
 	S = sms(hw);
 	inv_s = 1 / S;
+	/* The split-K partials' passes at HBM: written, and on a GPU of
+	 * several L2s (hw.h) written back and read back past them. */
+	passes = hw->k.l2s > 1 ? 2 : 1;
 	/* The SMs run a tile, its MMAs and its fixed cost, at the profile's
 	 * clock (hw_clock: burst 1, or the sustained clock under the power
 	 * limit); the HBM terms keep the memory's own clock. */
@@ -119,7 +122,7 @@ double kperf_gemm_plan_sched(const struct hw_profile *hw, int dtype, double b, d
 			waves = ceil(count * s / S); /* exact at whole waves */
 			t = waves * (w + tile_s);
 			if (s > 1)
-				t += s * b * m * n * 4 / hw->hbm_Bps;
+				t += s * b * m * n * 4 * passes / hw->hbm_Bps;
 			if (t < best) {
 				best = t;
 				pl = (struct kperf_gemm_plan){tm, tn, s, count * s, waves, 0, 0};
@@ -188,7 +191,7 @@ double kperf_gemm_plan(const struct hw_profile *hw, int dtype, double b, double 
 struct memo_machine {
 	struct hw_gemm g;
 	double clock, hbm_Bps;
-	int dtype, sched, tiles, sms, peak; /* peak: peak_flops[dtype] > 0 */
+	int dtype, sched, tiles, sms, l2s, peak; /* peak: peak_flops[dtype] > 0 */
 };
 
 struct memo_slot {
@@ -209,7 +212,8 @@ static int same_machine(const struct memo_machine *a, const struct hw_profile *h
 			int sched)
 {
 	return a->dtype == dtype && a->sched == sched && a->tiles == hw->k.tiles &&
-	       a->sms == hw->k.sms && a->peak == (hw->peak_flops[hw_gemm_dtype(dtype)] > 0) &&
+	       a->sms == hw->k.sms && a->l2s == hw->k.l2s &&
+	       a->peak == (hw->peak_flops[hw_gemm_dtype(dtype)] > 0) &&
 	       memcmp(&a->clock, &hw->clock, sizeof(a->clock)) == 0 &&
 	       memcmp(&a->hbm_Bps, &hw->hbm_Bps, sizeof(a->hbm_Bps)) == 0 &&
 	       memcmp(&a->g, hw_gemm_of(hw, dtype), sizeof(a->g)) == 0;
@@ -236,6 +240,7 @@ static int memo_machine(const struct hw_profile *hw, int dtype, int sched)
 	x->sched = sched;
 	x->tiles = hw->k.tiles;
 	x->sms = hw->k.sms;
+	x->l2s = hw->k.l2s;
 	x->peak = hw->peak_flops[hw_gemm_dtype(dtype)] > 0;
 	return memo.last = memo.nmachines++;
 }

@@ -20,7 +20,10 @@
  * the tiles fill at most two waves.  For each choice
  *     waves = ceil(b ceil(M/tm) ceil(N/tn) splits / SMs)
  *     time  = waves (2 tm tn K/splits / (P/SMs x tile_eff) + tile_s)
- *             + splits b M N x 4 bytes / HBM   (the split-K reduction)
+ *             + splits b M N x 4 bytes x passes / HBM   (the split-K reduction)
+ * passes 1 where one L2 holds the fp32 partials for the reduction, 2 on a
+ * GPU of several L2s (kernels.l2_caches: AMD's, one an XCD), whose GEMM
+ * writes them back past its L2 and whose reduction reads them back.
  * and the kernel takes the fastest (as cuBLAS's heuristic picks a kernel
  * for the shape), then at least its operands' bytes at HBM bandwidth x
  * mem_eff, plus a fixed overhead.  A profile whose GEMM group states

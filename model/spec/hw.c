@@ -343,6 +343,11 @@ static int load_kernels(const char *path, const config_t *cf, struct hw_profile 
 			return rc;
 		hw->k.sms = (int)v;
 	}
+	if (config_setting_lookup(k, "l2_caches")) {
+		if ((rc = cfg_range(path, cf, k, "l2_caches", 1, 64, 1, 1, &v, err)))
+			return rc;
+		hw->k.l2s = (int)v;
+	}
 	static const char *const tiles[] = {"sm80", "sm90", "cdna"}; /* enum hw_tiles */
 	static const char *const scheds[] = {"waves", "stream-k"};   /* enum hw_sched */
 	if ((rc = kernels_choice(path, cf, k, "gemm_tiles", tiles, 3, &hw->k.tiles, err)) ||

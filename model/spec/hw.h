@@ -109,9 +109,15 @@ enum hw_tiles { HW_TILES_SM80, HW_TILES_SM90, HW_TILES_CDNA };
 enum hw_sched { HW_SCHED_WAVES, HW_SCHED_STREAMK };
 
 struct hw_kernels {
-	int sms;			    /* streaming multiprocessors */
-	int tiles;			    /* enum hw_tiles: the profile's kernels.gemm_tiles */
-	int sched;			    /* enum hw_sched: kernels.gemm_schedule */
+	int sms;   /* streaming multiprocessors */
+	int tiles; /* enum hw_tiles: the profile's kernels.gemm_tiles */
+	int sched; /* enum hw_sched: kernels.gemm_schedule */
+	/* L2 caches the SMs are split over (kernels.l2_caches; 1 unless
+	 * stated): more than one (CDNA 3/4: one L2 an XCD) and a split-K
+	 * GEMM's fp32 partial sums are written back past the L2 at the
+	 * kernel's end and read back from there by the reduction, each
+	 * pass at HBM (kperf.h); one L2 holds them for the reduction. */
+	int l2s;
 	struct hw_gemm gemm[HW_GEMM_NKEYS]; /* by GEMM key (HW_GEMM_FP8_BLOCK) */
 	struct hw_attn attn[HW_NDTYPES];
 	double mem_eff[HW_MEM_NKINDS];	      /* fraction of HBM bandwidth */

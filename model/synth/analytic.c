@@ -19,11 +19,13 @@ void analytic_in_default(struct analytic_in *in)
 /* A layer's backward with the gradient adds of an unfused accumulation
  * (acc_elem_bytes > 0): synth's steady microbatch has them, the first of
  * the mb does not, so a microbatch on average carries (mb - 1) / mb of
- * them.  *bwd is the backward without them (si's acc_elem_bytes 0). */
+ * them.  *bwd is the backward without them (si's acc_elem_bytes -1:
+ * none, whatever the optimizer; synth_acc_bytes). */
 static void acc_share_of(struct synth_in *si, double acc_elem_bytes, double mb, int moe, int kind,
 			 double *bwd)
 {
 	double f, b, a;
+	acc_elem_bytes = synth_acc_bytes(acc_elem_bytes, &si->lay);
 	if (!(acc_elem_bytes > 0) || mb <= 1)
 		return;
 	si->acc_elem_bytes = acc_elem_bytes;
@@ -31,8 +33,27 @@ static void acc_share_of(struct synth_in *si, double acc_elem_bytes, double mb, 
 		synth_moe_layer_times(si, &f, &b, &a);
 	else
 		synth_kind_layer_times(si, kind, &f, &b, &a);
-	si->acc_elem_bytes = 0;
+	si->acc_elem_bytes = -1;
 	*bwd += (b - *bwd) * (mb - 1) / mb;
+}
+
+/* The same adds' launches on the host: a layer's backward launches them in
+ * (mb - 1) / mb of its microbatches (*hb: the host's backward without
+ * them; kind LLM_KIND_FULL: synth_layer_host's layer, else the kind's). */
+static void acc_host_share(struct synth_in *si, double acc_elem_bytes, double mb, int moe, int kind,
+			   double *hb)
+{
+	double f, b;
+	acc_elem_bytes = synth_acc_bytes(acc_elem_bytes, &si->lay);
+	if (!(acc_elem_bytes > 0) || mb <= 1)
+		return;
+	si->acc_elem_bytes = acc_elem_bytes;
+	if (kind == LLM_KIND_FULL)
+		synth_layer_host(si, moe, &f, &b);
+	else
+		synth_kind_layer_host(si, kind, &f, &b);
+	si->acc_elem_bytes = -1;
+	*hb += (b - *hb) * (mb - 1) / mb;
 }
 
 static void acc_share(struct synth_in *si, double acc_elem_bytes, double mb, int moe, double *bwd)
@@ -52,6 +73,7 @@ struct terms {
 	double lwh, mlwh;	    /* and the host's launches of them */
 	double hf, hb, mhf, mhb;    /* the host's time of a dense (MoE) layer's forward, backward */
 	double emb, head;	    /* stage 0's embedding, the last stage's head and loss */
+	double emb_tp[2], head_tp;  /* their tensor-parallel collectives (synth_extra_tp_s) */
 	struct synth_extra_host eh; /* the host's time of the two */
 	struct synth_stage_host sh[LAYOUT_MAX_STAGES]; /* each stage's transfers' and
 							* optimizer's, on the host */
@@ -187,8 +209,11 @@ static int shared_terms(const struct analytic_in *in, struct terms *T, struct pr
 	synth_layer_times(&T->si, &T->lf, &T->lb, &T->la);
 	acc_share(&T->si, in->acc_elem_bytes, T->mb, 0, &T->lb);
 	synth_layer_host(&T->si, 0, &T->hf, &T->hb);
-	if (llm_moe_layers(&in->m) > 0)
+	acc_host_share(&T->si, in->acc_elem_bytes, T->mb, 0, LLM_KIND_FULL, &T->hb);
+	if (llm_moe_layers(&in->m) > 0) {
 		synth_layer_host(&T->si, 1, &T->mhf, &T->mhb);
+		acc_host_share(&T->si, in->acc_elem_bytes, T->mb, 1, LLM_KIND_FULL, &T->mhb);
+	}
 	T->cp_ring = cp_terms(in, T);
 	moe_terms(in, T);
 	if (layout_zb(l->schedule)) {
@@ -198,6 +223,7 @@ static int shared_terms(const struct analytic_in *in, struct terms *T, struct pr
 		T->mlwh = synth_layer_wgrad_host_s(&T->si, 1);
 	}
 	synth_extra_times(&T->si, &T->emb, &T->head);
+	synth_extra_tp_s(&T->si, T->emb_tp, &T->head_tp);
 	synth_extra_host(&T->si, &T->eh);
 	synth_stage_host(&T->si, T->sh);
 	for (int s = 0; s < l->pp && s < LAYOUT_MAX_STAGES; s++)
@@ -237,6 +263,7 @@ static int shared_terms(const struct analytic_in *in, struct terms *T, struct pr
 			synth_kind_layer_times(&T->si, k, &T->kf[k], &T->kb[k], &a);
 			acc_share_of(&T->si, in->acc_elem_bytes, T->mb, 0, k, &T->kb[k]);
 			synth_kind_layer_host(&T->si, k, &T->khf[k], &T->khb[k]);
+			acc_host_share(&T->si, in->acc_elem_bytes, T->mb, 0, k, &T->khb[k]);
 			/* an E layer's tensor parallelism: its shared experts'
 			 * round, none without */
 			T->kar[k] = k == LLM_KIND_FULL				 ? T->ar
@@ -269,6 +296,8 @@ static int shared_terms(const struct analytic_in *in, struct terms *T, struct pr
  * fill and drain (pipe_bubble) the GPU side's forward and W passes. */
 struct stage_est {
 	double n, nm, emb, head, ehf, ehb, hhf, hhb;
+	double xtp, xtpf; /* the embedding's and the loss's tensor-parallel
+			   * collectives, and their forward share */
 	double c, slot, gs, slack, tp, off, bwd, P, Pe;
 	double xf;	   /* the pipeline transfers off the slot (pp_overlap) */
 	double hx[2];	   /* what the host's launches outlast the GPU side by,
@@ -639,6 +668,11 @@ static void stage_inputs(const struct analytic_in *in, const struct terms *T, in
 	e->n = layout_stage_layers(m, &T->lay, s);
 	e->emb = s == 0 ? T->emb : 0;
 	e->head = s == hs ? T->head : 0;
+	/* Their tensor-parallel collectives on the compute stream: the
+	 * embedding's reduction and the loss's all-reduces forward, the
+	 * embedding gradient's gather backward. */
+	e->xtpf = (s == 0 ? T->emb_tp[0] : 0) + (s == hs ? T->head_tp : 0);
+	e->xtp = e->xtpf + (s == 0 ? T->emb_tp[1] : 0);
 	/* The host's launches of the two, forward and backward. */
 	e->ehf = s == 0 ? T->eh.emb_fwd_s : 0;
 	e->ehb = s == 0 ? T->eh.emb_bwd_s : 0;
@@ -661,6 +695,10 @@ static void stage_inputs(const struct analytic_in *in, const struct terms *T, in
 		e->n += m->mtp_layers;
 		e->nm += llm_is_moe_layer(m, m->layers - 1) ? m->mtp_layers : 0;
 		e->head *= 1 + m->mtp_layers;
+		/* each depth's embedding (its reduction and gradient's
+		 * gather) and loss */
+		e->xtpf += m->mtp_layers * (T->emb_tp[0] + T->head_tp);
+		e->xtp += m->mtp_layers * (T->emb_tp[0] + T->emb_tp[1] + T->head_tp);
 		e->hhf *= 1 + m->mtp_layers;
 		e->hhb *= 1 + m->mtp_layers;
 	}
@@ -697,7 +735,7 @@ static void hybrid_stage(const struct analytic_in *in, const struct terms *T, in
 	const struct llm *m = &in->m;
 	struct mem_stage ms;
 	double gf = 0, gb = 0, hf = e->ehf + e->hhf, hb = e->ehb + e->hhb, ar = 0, tpc = 0, ne = 0,
-	       md, me, ff;
+	       md, me, ff, gsf;
 	for (int ch = 0; ch < layout_stage_chunks(&in->lay); ch++) {
 		int l0 = layout_chunk_first(m, &T->lay, s, ch),
 		    nc = layout_chunk_layers(m, &T->lay, s, ch);
@@ -714,16 +752,19 @@ static void hybrid_stage(const struct analytic_in *in, const struct terms *T, in
 	}
 	e->c = (gf + gb + e->emb + e->head) / in->compute_eff;
 	e->xf = in->lay.pp_overlap ? T->p2p : 0;
-	e->gs = e->c + ar + T->p2p + T->amax[s] - e->xf;
+	e->gs = e->c + ar + T->p2p + T->amax[s] - e->xf + e->xtp;
 	ff = gf + gb > 0 ? gf / (gf + gb) : 0.5;
-	e->bwd = fmax(e->gs * (1 - ff), hb);
-	e->gf = fwd_share(T, e->gs, tpc, ff);
+	/* the GPU side's forward part (the embedding's and loss's
+	 * collectives on their side) */
+	gsf = (e->gs - e->xtp) * ff + e->xtpf;
+	e->bwd = fmax(e->gs - gsf, hb);
+	e->gf = fwd_share(T, e->gs - e->xtp, tpc, ff) + e->xtpf;
 	e->hfw = hf;
-	e->slot = fmax(e->gs * ff, hf) + e->bwd;
-	e->hx[0] = fmax(0, hf - e->gs * ff);
-	e->hx[1] = e->bwd - e->gs * (1 - ff);
+	e->slot = fmax(gsf, hf) + e->bwd;
+	e->hx[0] = fmax(0, hf - gsf);
+	e->hx[1] = e->bwd - (e->gs - gsf);
 	e->slack = T->mb * (e->slot - hf - hb);
-	e->tp = ar;
+	e->tp = ar + e->xtp;
 	mem_stage(m, &T->lay, NULL, s, &ms);
 	if (ne > 0)
 		mem_moe_layer_params(m, &T->lay, &md, &me);
@@ -759,7 +800,7 @@ static void layer_stage(const struct analytic_in *in, const struct terms *T, int
 		if (layout_cp(l) > 1)
 			slot += n * T->cp_ring;
 	}
-	slot += T->amax[s];
+	slot += T->amax[s] + e->xtp;
 	/* With pp_overlap the compute stream never waits for its sends, and
 	 * in the steady state a stage's inputs come while it computes: the
 	 * transfers lie on the fill and drain (pipe_ends), not in the slot
@@ -775,7 +816,7 @@ static void layer_stage(const struct analytic_in *in, const struct terms *T, int
 		double hf = (n - nm) * T->hf + nm * T->mhf + e->ehf + e->hhf,
 		       hb = (n - nm) * T->hb + nm * T->mhb + e->ehb + e->hhb;
 		double gf = (n - nm) * T->lf + nm * T->mlf, gb = (n - nm) * T->lb + nm * T->mlb;
-		double ff = gf + gb > 0 ? gf / (gf + gb) : 0.5, sf, sb, x = 0, y = 0;
+		double ff = gf + gb > 0 ? gf / (gf + gb) : 0.5, sf, sb, gsf, x = 0, y = 0;
 		int L = layout_chunk_layers(m, &T->lay, s, 0), N = 0;
 		if (l->offload_layers > 0 && n > 0) {
 			N = l->offload_layers < L ? l->offload_layers : L - 1;
@@ -790,16 +831,18 @@ static void layer_stage(const struct analytic_in *in, const struct terms *T, int
 			hb += N * (T->si.cpu_op_s + T->si.launch_s + 4 * T->si.event_s);
 		}
 		e->gs = slot;
-		e->gf = fwd_share(T, slot, tpc, ff);
+		e->gf = fwd_share(T, slot - e->xtp, tpc, ff) + e->xtpf;
 		if (layout_zb(l->schedule)) {
 			e->wg = ((n - nm) * T->lw + nm * T->mlw) / in->compute_eff;
 			e->wp = fmax(e->wg, (n - nm) * T->lwh + nm * T->mlwh);
 		}
-		sf = fmax(slot * ff, hf);
+		/* (the embedding's and loss's collectives on their side) */
+		gsf = (slot - e->xtp) * ff + e->xtpf;
+		sf = fmax(gsf, hf);
 		e->hfw = hf;
-		sb = fmax(slot * (1 - ff), hb);
-		e->hx[0] = sf - slot * ff;
-		e->hx[1] = sb - slot * (1 - ff);
+		sb = fmax(slot - gsf, hb);
+		e->hx[0] = sf - gsf;
+		e->hx[1] = sb - (slot - gsf);
 		slot = sf + sb;
 		e->bwd = sb;
 		e->slack = T->mb * (slot - hf - hb);
@@ -824,7 +867,7 @@ static void layer_stage(const struct analytic_in *in, const struct terms *T, int
 		}
 	}
 	e->slot = slot;
-	e->tp = n * T->ar;
+	e->tp = n * T->ar + e->xtp;
 	mem_stage(m, &T->lay, NULL, s, &ms);
 	e->P = ms.train - e->Pe;
 }
@@ -929,6 +972,7 @@ int analytic_estimate(const struct analytic_in *in, struct analytic_out *out, st
 	T.si.hw = hw;
 	T.si.lay = T.lay;
 	T.si.comm_eff = in->comm_eff; /* its collectives priced as the estimate's */
+	T.si.acc_elem_bytes = -1;     /* the layers' times without the adds: acc_share */
 	if (!in->no_mem)
 		synth_mem(&T.si, &out->mem);
 	synth_mem_layout(&T.si, &T.lay);

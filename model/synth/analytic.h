@@ -46,7 +46,7 @@ struct analytic_in {
 	double comm_eff;       /* scales the profile's bus efficiencies (comm.h) */
 	double acc_elem_bytes; /* > 0: each microbatch after the first adds its
 				* gradients, as synth_in.acc_elem_bytes; 0 (the
-				* default): fused into the weight-gradient GEMMs */
+				* default): the framework's (synth_acc_bytes) */
 	int no_mem;	       /* 1: analytic_out.mem left zero (a caller that
 				* has the memory estimate already: a sweep's
 				* judging) */

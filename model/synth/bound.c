@@ -75,6 +75,25 @@ void synth_extra_times(const struct synth_in *in, double *emb, double *head)
 	*head = c.dry_s;
 }
 
+void synth_extra_tp_s(const struct synth_in *in, double emb_s[2], double *head_s)
+{
+	struct ctx c;
+	struct rankst rk;
+	struct shape z;
+
+	dry_unit(&c, &rk, in, PH_FORWARD, -1, &z);
+	c.dry_comm = 1;
+	z.tp_per_node = in->lay.tp; /* within an NVLink domain (synth_build's) */
+	sl_embed_fwd(&c, 0, &z);
+	emb_s[0] = c.dry_comm_s;
+	rk.phase = PH_BACKWARD;
+	sl_embed_bwd(&c, 0, &z);
+	emb_s[1] = c.dry_comm_s - emb_s[0];
+	rk.phase = PH_FORWARD;
+	sl_head_fwd(&c, 0, &z);
+	*head_s = c.dry_comm_s - emb_s[0] - emb_s[1];
+}
+
 void synth_extra_host(const struct synth_in *in, struct synth_extra_host *h)
 {
 	struct ctx c;

@@ -206,6 +206,28 @@ static double gather_bytes(const struct ctx *c, int lora_bit)
 	return kperf_lowp_gather_bytes(l->dtype, l->fp8_recipe, l->exec, q);
 }
 
+/*
+ * Bytes a value of the sequence-parallel gathers of a Transformer Engine
+ * Linear's own (TEColumnParallelLinear, not a LayerNormLinear) under fp8:
+ * forward, its input, which linear.py _Linear.forward quantises before
+ * the gather (with_input_all_gather_nccl: input_quantizer(inputmat), then
+ * gather_along_first_dim(inputmat, tp_group, quantizer=input_quantizer));
+ * backward, the saved quantised shard gathered again for the weight
+ * gradient (ctx.backward_input_needs_gather, quantizer=ctx.input_quantizer),
+ * and a row-parallel one's output gradient (GATHER_GRAD).  1 byte under
+ * the per-tensor recipes (kperf_lowp_gather_bytes); blockwise gathers in
+ * high precision (force_hp_input_gather), and mxfp8's data and scales are
+ * taken as bf16, as the layers' gathers.  For the shared experts' FC1 and
+ * FC2 (SharedExpertMLP without --moe-shared-expert-overlap) and MTP's
+ * eh_proj (MultiTokenPredictionLayer._proj_and_transformer_layer runs
+ * _concat_embeddings in get_fp8_context).
+ */
+static double te_linear_gather_bytes(const struct ctx *c)
+{
+	const struct layout *l = &c->in->lay;
+	return kperf_lowp_gather_bytes(l->dtype, l->fp8_recipe, l->exec, 1);
+}
+
 /* A block's tensor-parallel round: an all-reduce, or with sequence
  * parallelism a reduce-scatter and an all-gather of gb bytes a value
  * (gather_bytes).  Forward, after a row-parallel GEMM, the gather is the
@@ -706,12 +728,12 @@ static void linear_bwd_g(struct ctx *c, int r, const char *what, double m, doubl
 
 /* A parameter's gradient (elems values) added into the accumulated one, in
  * every microbatch but the first where the framework accumulates so
- * (synth_in.acc_elem_bytes): both read, one written. */
+ * (synth_acc_bytes): both read, one written. */
 static void acc_add(struct ctx *c, int r, double elems)
 {
-	if (c->in->acc_elem_bytes > 0 && c->rk[r].mb > 0)
-		sl_kernel(c, r, KC_ELEMENTWISE, GRAPH_ACC_KERNEL,
-			  3 * elems * c->in->acc_elem_bytes);
+	double eb = synth_acc_bytes(c->in->acc_elem_bytes, &c->in->lay);
+	if (eb > 0 && c->rk[r].mb > 0)
+		sl_kernel(c, r, KC_ELEMENTWISE, GRAPH_ACC_KERNEL, 3 * elems * eb);
 }
 
 /* The next launched kernel's op runs n more kernels than the one timed
@@ -1209,8 +1231,10 @@ static void shared_fwd(struct ctx *c, int r, const struct shape *z)
 	double bs = z->b * z->s, t = z->t, sf = z->shared * z->fe;
 	if (z->shared <= 0)
 		return;
+	/* (beside the dispatcher Megatron gathers explicitly, bf16) */
 	if (t > 1)
-		tp_coll(c, r, z, c->kstream, GC_ALL_GATHER);
+		tp_coll_eb(c, r, z, c->kstream, GC_ALL_GATHER, z->h,
+			   c->kstream == S_COMPUTE ? te_linear_gather_bytes(c) : 2);
 	linear_fwd(c, r, "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_shared_fc1", bs,
 		   z->shared * z->fe_in / t, z->h);
 	sl_kernel(c, r, KC_ELEMENTWISE, z->gated ? "swiglu_fwd_kernel" : "gelu_fwd_kernel",
@@ -1226,8 +1250,9 @@ static void shared_fwd(struct ctx *c, int r, const struct shape *z)
  * backward), FC2's gradients, the activation's, FC1's.  FC1 is Transformer
  * Engine's column-parallel Linear (linear.py backward): its saved input
  * shard gathered again beside its input gradient's GEMM and that gradient
- * reduce-scattered beside its weight gradient's (linear_bwd_g, in bf16 as
- * the forward's gather).  Beside the dispatcher (moe_shared_side) Megatron
+ * reduce-scattered beside its weight gradient's (linear_bwd_g); the
+ * gathers quantised under fp8 as the forward's (te_linear_gather_bytes,
+ * FC2's output gradient's GATHER_GRAD).  Beside the dispatcher (moe_shared_side) Megatron
  * turns the Linears' own communication off (SharedExpertMLP.__init__:
  * parallel_mode None, the gather and reduce-scatter explicit in
  * pre_forward_comm and post_forward_comm on the side stream): FC1 saves the
@@ -1240,7 +1265,8 @@ static void shared_bwd(struct ctx *c, int r, const struct shape *z)
 	if (z->shared <= 0)
 		return;
 	if (t > 1)
-		tp_coll(c, r, z, c->kstream, GC_ALL_GATHER);
+		tp_coll_eb(c, r, z, c->kstream, GC_ALL_GATHER, z->h,
+			   side ? 2 : gather_bytes(c, GATHER_GRAD));
 	gemm_bwd(c, r, "shared_fc2", bs, z->h, sf / t);
 	sl_kernel(c, r, KC_ELEMENTWISE, z->gated ? "swiglu_bwd_kernel" : "gelu_bwd_kernel",
 		  z->gated ? bs * sf / t * 2 * 5 : ew(bs * sf / t, 2));
@@ -1249,7 +1275,8 @@ static void shared_bwd(struct ctx *c, int r, const struct shape *z)
 		if (t > 1)
 			tp_coll(c, r, z, c->kstream, GC_REDUCE_SCATTER);
 	} else {
-		linear_bwd_g(c, r, "shared_fc1", bs, z->shared * z->fe_in / t, z->h, 1, z, 2, z->h);
+		linear_bwd_g(c, r, "shared_fc1", bs, z->shared * z->fe_in / t, z->h, 1, z,
+			     te_linear_gather_bytes(c), z->h);
 	}
 }
 
@@ -2014,10 +2041,48 @@ const struct hw_profile *sl_run_hw(const struct synth_in *in, struct hw_profile 
 	return in->hw ? hw_at_run(in->hw, in->lay.dtype, in->lay.power_w, buf) : NULL;
 }
 
+/*
+ * The vocabulary-parallel embedding's tensor-parallel reduction (Megatron-
+ * LM tensor_parallel/layers.py VocabParallelEmbedding.forward: each rank
+ * looks up the tokens of its V / t rows, zeroes the others, and the b s h
+ * bf16 outputs are summed over tp).  With sequence parallelism and no
+ * learned positions (language_model_embedding.py reduce_scatter_embeddings)
+ * a reduce-scatter (reduce_scatter_to_sequence_parallel_region) leaving the
+ * rank its b s / t tokens; otherwise an all-reduce (reduce_from_tensor_
+ * model_parallel_region), after which learned positions are added and,
+ * with sequence parallelism, the rank's tokens split off
+ * (scatter_to_sequence_parallel_region: a view, no communication).  Both
+ * are synchronous on the compute stream (torch.distributed.all_reduce and
+ * _reduce_scatter_along_first_dim, async_op False).  Nothing at tp 1
+ * (_reduce returns its input at world size 1; the lookup has no mask).
+ */
+static void embed_reduce(struct ctx *c, int r, const struct shape *z)
+{
+	if (z->t <= 1)
+		return;
+	if (c->in->lay.sp && c->in->m.rope)
+		tp_coll(c, r, z, S_COMPUTE, GC_REDUCE_SCATTER);
+	else
+		tp_coll(c, r, z, S_COMPUTE, GC_ALL_REDUCE);
+}
+
+/* Its backward, before the lookup's gradient: with sequence parallelism
+ * the b s h gradient all-gathered (the backward of reduce_scatter_to_
+ * sequence_parallel_region, or of scatter_to_sequence_parallel_region
+ * after learned positions: _gather_along_first_dim either way, bf16);
+ * without, none (reduce_from_tensor_model_parallel_region's backward is
+ * the identity). */
+static void embed_reduce_bwd(struct ctx *c, int r, const struct shape *z)
+{
+	if (z->t > 1 && c->in->lay.sp)
+		tp_coll(c, r, z, S_COMPUTE, GC_ALL_GATHER);
+}
+
 /* The embedding's lookup forward and its gradient (stage 0). */
 void sl_embed_fwd(struct ctx *c, int r, const struct shape *z)
 {
 	sl_kernel(c, r, KC_EMBEDDING, "indexSelectLargeIndex", ew(z->b * z->s * z->h, 1));
+	embed_reduce(c, r, z);
 }
 
 void sl_embed_bwd(struct ctx *c, int r, const struct shape *z)
@@ -2026,6 +2091,7 @@ void sl_embed_bwd(struct ctx *c, int r, const struct shape *z)
 	 * gradient; autograd runs none of its backward. */
 	if (frozen(c))
 		return;
+	embed_reduce_bwd(c, r, z);
 	sl_kernel(c, r, KC_EMBEDDING, "embedding_backward_feature_kernel",
 		  ew(z->b * z->s * z->h, 2));
 	/* Tied on one stage: one gradient, added with the head's. */
@@ -2033,6 +2099,29 @@ void sl_embed_bwd(struct ctx *c, int r, const struct shape *z)
 		acc_add(c, r, z->V / z->t * z->h);
 	if (!c->in->m.rope) /* learned positions */
 		acc_add(c, r, z->s * z->h);
+}
+
+/*
+ * The vocabulary-parallel cross-entropy's all-reduces over tp (Megatron-LM
+ * tensor_parallel/cross_entropy.py _VocabParallelCrossEntropy.forward):
+ * the logits' maximum (ReduceOp.MAX, after calculate_logits_max), then the
+ * predicted logit and the sum of exponentials (ReduceOp.SUM each, after
+ * calculate_predicted_logits), each [s, b] fp32 -- 4 b s bytes, s the
+ * rank's s / cp tokens (the logits are the whole sequence's under sequence
+ * parallelism: the output layer gathered its input).  torch.distributed.
+ * all_reduce with async_op False: on the compute stream, synchronous.  The
+ * backward communicates nothing.  None at tp 1 (the loss on one rank's
+ * whole vocabulary).
+ */
+static void ce_allreduce(struct ctx *c, int r, const struct shape *z, const char *kname)
+{
+	struct comm_group g = {(int)z->t, z->tp_per_node};
+	char pg[32] = "";
+	if (z->t <= 1)
+		return;
+	if (!c->dry)
+		snprintf(pg, sizeof(pg), "tp.%d", r);
+	se_collective(c, r, S_COMPUTE, GC_ALL_REDUCE, kname, 4 * z->b * z->s, g, pg);
 }
 
 /* The final norm, the logits and the loss (the last stage).  The output
@@ -2048,14 +2137,14 @@ void sl_embed_bwd(struct ctx *c, int r, const struct shape *z)
  * forward (allreduce_dgrad: its input is not copied to the tp region).
  * Its backward is linear_bwd_g's: the saved shard gathered again (bf16)
  * beside the input gradient's GEMM, the input gradient reduce-scattered
- * (or all-reduced) beside the weight gradient's.  The vocabulary-parallel
- * cross-entropy's small all-reduces (its max, predicted logit and sum of
- * exponentials, b s fp32 values each) are left out.  The vocabulary-
- * parallel cross-entropy as
- * Megatron-LM runs it (tensor_parallel/cross_entropy.py), in fp32 passes
- * over the logits: the max and the sum of exponentials read them (4 + 4
- * bytes a value); the cast to fp32 (2 + 4), the subtraction, the
- * exponential and the division in place (8 each) read and write them. */
+ * (or all-reduced) beside the weight gradient's.  The vocabulary-
+ * parallel cross-entropy as Megatron-LM runs it (tensor_parallel/
+ * cross_entropy.py), in fp32 passes over the logits: the max and the sum
+ * of exponentials read them (4 + 4 bytes a value); the cast to fp32
+ * (2 + 4), the subtraction, the exponential and the division in place (8
+ * each) read and write them; its three all-reduces (ce_allreduce) between
+ * them: the maximum's after the passes that find it, the two sums' after
+ * the sum of exponentials. */
 void sl_head_fwd(struct ctx *c, int r, const struct shape *z)
 {
 	double bs = z->b * z->s, sp = c->in->lay.sp ? z->t : 1;
@@ -2063,7 +2152,10 @@ void sl_head_fwd(struct ctx *c, int r, const struct shape *z)
 	bgemm(c, r, "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_logits", sl_logit_dtype(c->in), 1, bs,
 	      z->V / z->t, z->h);
 	sl_kernel(c, r, KC_ELEMENTWISE, "cross_entropy_elementwise_fwd", 30 * bs * z->V / z->t);
+	ce_allreduce(c, r, z, "ncclDevKernel_AllReduce_Max_f32_RING_LL");
 	sl_kernel(c, r, KC_SOFTMAX, "cross_entropy_softmax_fwd", 8 * bs * z->V / z->t);
+	ce_allreduce(c, r, z, "ncclDevKernel_AllReduce_Sum_f32_RING_LL");
+	ce_allreduce(c, r, z, "ncclDevKernel_AllReduce_Sum_f32_RING_LL");
 }
 
 /* (softmax - one-hot) x the loss gradient from the saved fp32 softmax
@@ -2082,41 +2174,55 @@ void sl_head_bwd(struct ctx *c, int r, const struct shape *z)
 
 /* A multi-token-prediction depth before its layer (multi_token_prediction.py
  * _get_embeddings, _concat_embeddings): the embedding of the tokens
- * shifted once more, enorm and hnorm, their concatenation, eh_proj (column
- * parallel, 2h -> h / t; under sequence parallelism its input all-gathered
- * first), its output all-gathered over tp (gather_from_tensor_model_
- * parallel_region).  Its layer, final norm and output layer are the
- * caller's (sl_layer_fwd, sl_head_fwd). */
+ * shifted once more (the model's LanguageModelEmbedding: its tensor-
+ * parallel reduction, embed_reduce), enorm and hnorm, their concatenation,
+ * eh_proj (column parallel, 2h -> h / t; under sequence parallelism its
+ * input all-gathered first, quantised under fp8: te_linear_gather_bytes),
+ * its output all-gathered over tp (gather_from_tensor_model_parallel_
+ * region, bf16), then with sequence parallelism the rank's tokens split
+ * off (scatter_to_sequence_parallel_region: no communication).  Its layer,
+ * final norm and output layer are the caller's (sl_layer_fwd,
+ * sl_head_fwd). */
 void sl_mtp_fwd(struct ctx *c, int r, const struct shape *z)
 {
 	double bs = z->b * z->s, t = z->t, sp = c->in->lay.sp ? t : 1, nh = bs * z->h / sp;
 	sl_kernel(c, r, KC_EMBEDDING, "indexSelectLargeIndex", ew(bs * z->h, 1));
+	embed_reduce(c, r, z);
 	sl_kernel(c, r, KC_NORM, "vectorized_layer_norm_kernel", ew(nh, 1));
 	sl_kernel(c, r, KC_NORM, "vectorized_layer_norm_kernel", ew(nh, 1));
 	sl_kernel(c, r, KC_ELEMENTWISE, "CatArrayBatchedCopy", ew(2 * nh, 1));
 	if (t > 1 && c->in->lay.sp)
-		tp_coll_of(c, r, z, S_COMPUTE, GC_ALL_GATHER, 2 * z->h);
+		tp_coll_eb(c, r, z, S_COMPUTE, GC_ALL_GATHER, 2 * z->h, te_linear_gather_bytes(c));
 	linear_fwd(c, r, "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_eh_proj", bs, z->h / t,
 		   2 * z->h);
 	if (t > 1)
 		tp_coll(c, r, z, S_COMPUTE, GC_ALL_GATHER);
 }
 
-/* Its backward: the gather's is a split (no communication); eh_proj's
- * gradients (no bias; Transformer Engine's column-parallel Linear,
- * get_mtp_layer_spec's TEColumnParallelLinear): under sequence parallelism
- * its saved input shard gathered again beside the input gradient's GEMM,
- * and its input's gradient reduce-scattered (all-reduced without) beside
- * the weight gradient's (linear_bwd_g, bf16 as the forward's gather); the
- * two norms'; the embedding's gradient into the last stage's copy of it. */
+/* Its backward: with sequence parallelism the output's gradient all-
+ * gathered over the sequence (the backward of scatter_to_sequence_
+ * parallel_region: _gather_along_first_dim, bf16 on the compute stream),
+ * then split over h (gather_from_tensor_model_parallel_region's backward:
+ * no communication); eh_proj's gradients (no bias; Transformer Engine's
+ * column-parallel Linear, get_mtp_layer_spec's TEColumnParallelLinear):
+ * under sequence parallelism its saved input shard gathered again beside
+ * the input gradient's GEMM (in the forward gather's bytes,
+ * te_linear_gather_bytes), and its input's gradient reduce-scattered
+ * (all-reduced without) beside the weight gradient's (linear_bwd_g); the
+ * two norms'; the embedding's gradient into the last stage's copy of it
+ * (with sequence parallelism gathered first, embed_reduce_bwd). */
 void sl_mtp_bwd(struct ctx *c, int r, const struct shape *z)
 {
 	double bs = z->b * z->s, t = z->t, sp = c->in->lay.sp ? t : 1, nh = bs * z->h / sp;
-	linear_bwd_g(c, r, "eh_proj", bs, z->h / t, 2 * z->h, 0, z, 2, 2 * z->h);
+	if (t > 1 && c->in->lay.sp)
+		tp_coll(c, r, z, S_COMPUTE, GC_ALL_GATHER);
+	linear_bwd_g(c, r, "eh_proj", bs, z->h / t, 2 * z->h, 0, z, te_linear_gather_bytes(c),
+		     2 * z->h);
 	norm_bwd(c, r, ew(nh, 3));
 	acc_norm(c, r, z);
 	norm_bwd(c, r, ew(nh, 3));
 	acc_norm(c, r, z);
+	embed_reduce_bwd(c, r, z);
 	sl_kernel(c, r, KC_EMBEDDING, "embedding_backward_feature_kernel", ew(bs * z->h, 2));
 	acc_add(c, r, z->V / t * z->h);
 }

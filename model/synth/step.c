@@ -146,6 +146,13 @@ double synth_grad_bytes(const struct synth_in *in)
 	return g;
 }
 
+double synth_acc_bytes(double acc_elem_bytes, const struct layout *l)
+{
+	if (acc_elem_bytes != 0)
+		return acc_elem_bytes > 0 ? acc_elem_bytes : 0;
+	return l->optimizer_dtype == LAYOUT_OPT_BF16 ? 2 : 0;
+}
+
 /* A gradient reduction's kernel name: NCCL's sum in the gradients' dtype
  * (bf16 under a pure-bf16 optimizer, else the fp32 main gradients'). */
 static const char *reduce_kernel(const struct ctx *c, int kind)
@@ -1583,6 +1590,20 @@ static void gather_experts(struct ctx *c, int r, const struct shape *z)
 			      z->me * w, (struct comm_group){z->edp, z->edp_per_node}, pg);
 }
 
+/* PyTorch's fused AdamW (the pure-bf16 optimizer) keeps each parameter's
+ * step count as a one-value tensor on the GPU and advances them all
+ * before the update (torch/optim/adam.py _fused_adam:
+ * torch._foreach_add_(device_state_steps, 1)): one multi-tensor kernel
+ * over scalars, at the device floor (up to 110 tensors a launch,
+ * MultiTensorApply.cuh depth_to_max_tensors; more, not modelled).  Our
+ * H100 traces: `aten::_foreach_add_` before `aten::_fused_adamw_`.
+ * Megatron-LM's optimizers count steps on the host. */
+static void opt_step_count(struct ctx *c, int r)
+{
+	if (c->in->lay.optimizer_dtype == LAYOUT_OPT_BF16)
+		sl_kernel(c, r, KC_ELEMENTWISE, "multi_tensor_apply_kernel<foreach_add> (step)", 8);
+}
+
 void ss_optimizer(struct ctx *c, int r, const struct shape *z)
 {
 	const struct synth_in *in = c->in;
@@ -1621,6 +1642,7 @@ void ss_optimizer(struct ctx *c, int r, const struct shape *z)
 		opt_pass(c, r, z, share, eshare, OPT_NORM);
 		grad_stats(c, r, "ncclDevKernel_AllReduce_Sum_f32_RING_LL");
 	}
+	opt_step_count(c, r);
 	opt_pass(c, r, z, share, eshare, OPT_UPDATE);
 	/* ZeRO-1/2: the updated weights all-gathered, here or (overlap_param)
 	 * before the next step's first forward; ZeRO-3 and FSDP's

@@ -83,9 +83,10 @@ struct synth_in {
 				  * into the accumulated one (PyTorch's
 				  * autograd accumulating .grad: weights,
 				  * biases, norms), at this element size;
-				  * 0: the weight-gradient GEMM accumulates
-				  * (Megatron-LM's gradient-accumulation
-				  * fusion) */
+				  * 0: the framework's (synth_acc_bytes:
+				  * PyTorch's 2-byte adds under the pure-bf16
+				  * optimizer, else Megatron-LM's gradient-
+				  * accumulation fusion, none); < 0: none */
 	char hw_id[64];			      /* synth_meta_parse: the profile named in the
 				  * description */
 	int bare;			      /* only the layers: no embedding, head, loss or
@@ -204,6 +205,13 @@ void synth_stage_host(const struct synth_in *in, struct synth_stage_host *st);
  * loss (*head_s). */
 void synth_extra_times(const struct synth_in *in, double *emb_s, double *head_s);
 
+/* The time of their tensor-parallel collectives, one microbatch, as synth
+ * emits them (layer.c embed_reduce, embed_reduce_bwd, ce_allreduce) and
+ * comm.h prices them: the embedding's reduction forward (emb_s[0]) and its
+ * gradient's gather backward (emb_s[1]), the cross-entropy's three
+ * all-reduces (*head_s, forward).  0 at tp 1 or for a bare run. */
+void synth_extra_tp_s(const struct synth_in *in, double emb_s[2], double *head_s);
+
 /* The time of the tensor-parallel collectives one dense layer's forward
  * and backward (recomputation included) run (comm.h's times, as synth's
  * layer emits them: all-reduces, or with sequence parallelism each
@@ -233,6 +241,17 @@ double synth_stage_amax_s(const struct synth_in *in, int stage, double host[2]);
  * word embedding on a last stage that is not the first), *last the
  * embedding's (word embedding, learned positions; stage 0). */
 void synth_extra_params(const struct synth_in *in, int stage, double *first, double *last);
+
+/* The element size at which each microbatch after the first adds its
+ * parameters' gradients into the accumulated ones (synth_in's
+ * acc_elem_bytes where > 0; none where < 0); where 0, the framework's:
+ * under the pure-bf16 optimizer (optimizer_dtype bf16: PyTorch's AdamW on
+ * the bf16 parameters, no fp32 main gradients) PyTorch's autograd
+ * accumulates each tensor's .grad, an add of 2-byte values (AccumulateGrad,
+ * torch/csrc/autograd/functions/accumulate_grad.h: `variable_grad +=
+ * new_grad` once a .grad exists); else none (Megatron-LM's weight-gradient
+ * GEMMs accumulate into the main gradients). */
+double synth_acc_bytes(double acc_elem_bytes, const struct layout *l);
 
 /* Bytes per parameter of a gradient as the data-parallel collectives
  * reduce it (the main gradients': fp32 for bf16 weights, Megatron-LM). */

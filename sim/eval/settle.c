@@ -27,13 +27,17 @@ static int cmp_ival(const void *x, const void *y)
 	return p->a < q->a ? -1 : p->a > q->a;
 }
 
-/* u[*n] sorted and merged into its union (*n intervals left). */
+/* u[*n] sorted and merged into its union (*n intervals left).  The union
+ * does not depend on the order of intervals of one start, so input already
+ * in order (one stream's tasks, mostly) is not sorted again. */
 static void merge_ivals(struct ival *u, size_t *n)
 {
-	size_t m = 0;
-	if (*n)
+	size_t m = 0, i = 1;
+	while (i < *n && u[i - 1].a <= u[i].a)
+		i++;
+	if (i < *n)
 		qsort(u, *n, sizeof(*u), cmp_ival);
-	for (size_t i = 0; i < *n; i++) {
+	for (i = 0; i < *n; i++) {
 		if (m && u[i].a <= u[m - 1].b) {
 			if (u[i].b > u[m - 1].b)
 				u[m - 1].b = u[i].b;

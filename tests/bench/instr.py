@@ -38,7 +38,7 @@ PHASES = [
     ("  the writer's finish", ["se_finish"]),
     ("settle them", ["settle_run"]),
     ("  simulation (max-plus, hybrid)", ["sim_run_maxplus", "sim_run"]),
-    ("  of it: the hybrid's queue", ["finish", "evq_pop"]),
+    ("  of it: the hybrid's queue", ["finish", "evq_pop", "evq_pop_heap"]),
     ("  bind (collectives matched)", ["sim_bind"]),
 ]
 
