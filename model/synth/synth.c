@@ -312,6 +312,8 @@ void synth_tpl_free(struct synth_tpl *tpl)
 	VEC_FREE(tpl->copies);
 	VEC_FREE(tpl->gathers);
 	VEC_FREE(tpl->amax_gemms);
+	VEC_FREE(tpl->ckey_at);
+	VEC_FREE(tpl->ckey);
 	free(tpl);
 }
 
@@ -377,6 +379,8 @@ int synth_build_tpl(const struct synth_in *in, struct synth_tpl *tpl, struct gra
 		VEC_TAKE(c.sc.copies, tpl->copies);
 		VEC_TAKE(c.sc.gathers, tpl->gathers);
 		VEC_TAKE(c.sc.amax_gemms, tpl->amax_gemms);
+		VEC_TAKE(c.sc.ckey_at, tpl->ckey_at);
+		VEC_TAKE(c.sc.ckey, tpl->ckey);
 	}
 	sl_shape(in, &z);
 	z.tp_per_node = in->lay.tp;
@@ -454,6 +458,8 @@ done:
 		VEC_TAKE(tpl->copies, c.sc.copies);
 		VEC_TAKE(tpl->gathers, c.sc.gathers);
 		VEC_TAKE(tpl->amax_gemms, c.sc.amax_gemms);
+		VEC_TAKE(tpl->ckey_at, c.sc.ckey_at);
+		VEC_TAKE(tpl->ckey, c.sc.ckey);
 	}
 	se_release(&c);
 	sf_release(&c);
@@ -465,5 +471,7 @@ done:
 	VEC_FREE(c.sc.copies);
 	VEC_FREE(c.sc.gathers);
 	VEC_FREE(c.sc.amax_gemms);
+	VEC_FREE(c.sc.ckey_at);
+	VEC_FREE(c.sc.ckey);
 	return rc;
 }
