@@ -2383,11 +2383,15 @@ static void test_analytic_small(void **state)
 	 *    layer.c embed_reduce): 2 MiB, 20.97152 us, forward on stage 0;
 	 *    the loss's three all-reduces of 1024 fp32 values (ce_allreduce):
 	 *    3 x 4096 B x (2 x 1/2) at 100 GB/s = 0.12288 us on stage 1.
-	 *  - PP: the 2 MiB activation and its gradient in the node: 41.94304 us.
-	 *  - slots 2,052.9440 us (stage 0) and 4,899.4265 us (stage 1): 4 of
-	 *    the slowest and the other once: 21.650650 ms (2,031.9725 and
-	 *    4,899.3036 us, 21.629187 ms, before the embedding's and the
-	 *    loss's collectives).
+	 *  - PP: each tensor-parallel rank's half of the 2 MiB activation
+	 *    and of its gradient in the node (synth's pp_send): 20.97152 us
+	 *    (41.94304, the whole activation, until 2026-11-27: twice what
+	 *    the simulation sends).
+	 *  - slots 2,031.9725 us (stage 0) and 4,878.4549 us (stage 1): 4 of
+	 *    the slowest and the other once: 21.545792 ms (21.650650 with
+	 *    the whole activation sent; 2,011.0010 and 4,878.3321 us,
+	 *    21.524330 ms, before the embedding's and the loss's
+	 *    collectives).
 	 *  - DP: stage 0 holds 12,596,224 layer parameters per GPU, the word
 	 *    embedding's half 16,384,000 and the positions 1,048,576:
 	 *    30,028,800; fp32 gradients, 120,115,200 B over 2 GPUs in the node:
@@ -2408,8 +2412,8 @@ static void test_analytic_small(void **state)
 	 *    fp32, 65,536,000 B) all-reduced between the two stages after
 	 *    their data-parallel reductions: 2 x 1/2 x 65,536,000 B at 100
 	 *    GB/s = 655.36 us (Megatron's _allreduce_word_embedding_grads).
-	 *  Iteration: 21.6506499072 + 1.201152 + 0.65536 + 1.2612096 ms =
-	 *  24.7683715072 ms: stage 0's tail after its own end, the drain's
+	 *  Iteration: 21.5457923072 + 1.201152 + 0.65536 + 1.2612096 ms =
+	 *  24.6635139072 ms: stage 0's tail after its own end, the drain's
 	 *  (stage 1 ends a stage-0 backward earlier, its tail shorter too:
 	 *  28,982,272 parameters, 1,159.29 us of all-reduce and 1,217.26 us
 	 *  of optimizer). */
@@ -2449,30 +2453,30 @@ static void test_analytic_small(void **state)
 	assert_int_equal(out.microbatches, 4);
 	assert_rel_close(out.t_compute, 4773.47446784e-6, 1e-9);
 	assert_rel_close(out.t_tp, 4 * 2097152 / 100e9 + 3 * 4096 / 100e9, 1e-12);
-	assert_rel_close(out.t_p2p, 2 * 2097152 / 100e9, 1e-12);
+	assert_rel_close(out.t_p2p, 2 * 1048576 / 100e9, 1e-12);
 	assert_rel_close(out.t_dp, 4 * 30028800 / 100e9, 1e-12);
 	assert_rel_close(out.t_dp_exposed, 4 * 30028800 / 100e9 + 2 * 0.5 * 65536000 / 100e9,
 			 1e-12);
 	assert_rel_close(out.t_opt, 42 * 30028800 / 1e12 + 4 * 2 * 0.75 / 100e9, 1e-12);
-	assert_rel_close(out.t_slot, 4899.42646784e-6, 1e-9);
+	assert_rel_close(out.t_slot, 4878.45494784e-6, 1e-9);
 	/* The other stage once: its forward in the fill, its backward in the
 	 * drain, at its GPU's pace: its forward share (its compute's with the
 	 * layer's forward all-reduces, the dry run's: fwd_share; the backward's
 	 * run beside its weight gradients) outlasts its host's launches of it,
-	 * 699.60 us, so fill and drain are the stage's GPU side, 2,052.94 us
+	 * 699.60 us, so fill and drain are the stage's GPU side, 2,031.97 us
 	 * (the embedding's all-reduce in its forward share).
 	 * (With the all-reduces split as the compute the forward fell short of
 	 * the launches, the fill at the host's pace.) */
-	assert_rel_close(out.t_bubble, 2052.94403584e-6, 1e-9);
-	assert_rel_close(out.t_iter, 24.7683715072e-3 + 60e-12, 1e-12);
+	assert_rel_close(out.t_bubble, 2031.97251584e-6, 1e-9);
+	assert_rel_close(out.t_iter, 24.6635139072e-3 + 60e-12, 1e-12);
 	/* With pp_overlap the sends leave the slots for the fill and drain,
-	 * half a transfer each way: the 4 slots lose 41.94304 us each, the
+	 * half a transfer each way: the 4 slots lose 20.97152 us each, the
 	 * bubble stays stage 0's GPU side (without its transfers, split as its
 	 * forward and backward, and the transfers; its fill at its GPU's
-	 * pace), the step 4 x 41.94304 us shorter. */
+	 * pace), the step 4 x 20.97152 us shorter. */
 	{
 		struct analytic_out ov;
-		double x = 2 * 2097152 / 100e9;
+		double x = 2 * 1048576 / 100e9;
 		in.lay.pp_overlap = 1;
 		assert_int_equal(analytic_estimate(&in, &ov, &err), 0);
 		assert_rel_close(ov.t_slot, out.t_slot - x, 1e-9);
@@ -2527,7 +2531,7 @@ static void test_analytic_small(void **state)
 		assert_int_equal(analytic_estimate(&in, &out, &err), 0);
 		bub = out.t_bubble;
 		it = out.t_iter;
-		assert_rel_close(bub, 2052.94403584e-6, 1e-9);
+		assert_rel_close(bub, 2031.97251584e-6, 1e-9);
 		synth_in_default(&si);
 		si.m = in.m;
 		si.hw = &hw;

@@ -276,12 +276,10 @@ static int shared_terms(const struct analytic_in *in, struct terms *T, struct pr
 			T->lp += n * llm_kind_params_rank(m, k, tp);
 		}
 	}
-	if (l->pp > 1) {
-		int across = (long)tp * l->dp * layout_cp(l) >= hw_domain(hw);
-		comm_time(hw, GC_SEND_RECV, act_bytes / (l->sp ? tp : 1),
-			  (struct comm_group){across ? 2 : 1, 1}, in->comm_eff, COMM_AUTO, &ce);
-		T->p2p = 2 * ce.time_s;
-	}
+	/* The pipeline's transfers as synth sends them (synth_pp_transfer_s:
+	 * b s h / t bf16 values; until 2026-11-27 the whole b s h without
+	 * sequence parallelism, t times what the simulation sends). */
+	T->p2p = 2 * synth_pp_transfer_s(&T->si);
 	return 0;
 }
 
@@ -309,6 +307,9 @@ struct stage_est {
 			    * schedules: the layers' W passes, on the GPU
 			    * and at the stage's pace (the host's launches
 			    * where longer) */
+	double pace;	   /* how far apart its microbatches' backwards end
+			    * in the steady state: the slowest stage's slot
+			    * (its own where that is the slowest) */
 };
 
 /* One gradient bucket of `params` parameters reduced on the data-parallel
@@ -546,15 +547,20 @@ static void stage_dp(const struct analytic_in *in, const struct terms *T, int s,
 			 * waits for is the last backward's chain (grad_chain;
 			 * one bucket after it without overlap_grad), or the
 			 * stream's backlog where each microbatch's reductions
-			 * (with the replicas' all-reduce) outlast a slot; the
-			 * routed experts' as before.  (Every microbatch's excess
+			 * (with the replicas' all-reduce) outlast the pace
+			 * its backwards end at, the slowest stage's slot (the
+			 * stage's own, as until 2026-11-27, put gpt3-1.3b tp 1
+			 * pp 4 dp 32 over shards of 8, 16 microbatches, at
+			 * 305.087 ms against 273.724 simulated, +11.5 %,
+			 * stage 0's embedding reduced 16 times; 249.820 now:
+			 * search_pipe_bound); the routed experts' as before.  (Every microbatch's excess
 			 * over 2/3 of its backward added to the step, as until
 			 * 2026-11-27, put gpt3-1.3b at tp 2 pp 2 dp 128 6 % above
 			 * its simulated step once the gathers were right.) */
 			double wd = t_rs - t_ex + (R > 1 ? t_ar : 0),
 			       ch = l->overlap_grad ? grad_chain(in, T, s, e, lp)
 						    : bucket_s(in, T, lp, P);
-			*red = fmax(fmax(ch, mb * wd - ((mb - 1) * e->slot + e->bwd)), t_ex - hide);
+			*red = fmax(fmax(ch, mb * wd - ((mb - 1) * e->pace + e->bwd)), t_ex - hide);
 			*exposed =
 			    (*red > 0 ? *red : 0) +
 			    (l->overlap_param ? (t_ag - c / 3 > 0 ? t_ag - c / 3 : 0) : t_ag);
@@ -758,6 +764,29 @@ static double fwd_share(const struct terms *T, double gs, double tpc, double ff)
 	return (gs - tpc) * ff + (T->ar > 0 ? tpc * T->arf / T->ar : 0);
 }
 
+/* A stage's pace in the steady state, a forward and a backward: gs its
+ * GPU side, sides the longer of the GPU's and the host's each way, h the
+ * host's launches of both.  The host never waits for the GPU (eager
+ * launches queue), so where it is behind in one direction and ahead in
+ * the other, it runs ahead into the next unit and the GPU catches up:
+ * the pair takes max(gs, h), not the sum of the longer sides -- as it
+ * was until 2026-11-27, which put host-bound long pipelines above their
+ * simulated steps (gpt3-1.3b tp 8 pp 8 dp 2, 256 microbatches, ZeRO-1:
+ * 781.507 ms against 775.658, 775.303 now; search_pipe_bound).  Where
+ * each microbatch's forward and backward wait for their own
+ * data-parallel gathers or reductions (ZeRO-3, FSDP's ZeRO-2, over more
+ * than one rank), whose
+ * exposure the host's excess each way hides (host_hides), the sides'
+ * sum stays: the excess is spent there. */
+static double unit_pace(const struct layout *l, double gs, double sides, double h)
+{
+	int each =
+	    l->dp * layout_cp(l) > 1 &&
+	    (l->zero == 3 ||
+	     (l->zero == 2 && (l->dp_impl == LAYOUT_DP_FSDP || l->dp_impl == LAYOUT_DP_FSDP2)));
+	return each ? sides : fmax(gs, h);
+}
+
 /* A hybrid model's stage: its layers by their kinds (E layers with their
  * dispatchers' collectives, their routed experts' parameters apart). */
 static void hybrid_stage(const struct analytic_in *in, const struct terms *T, int s,
@@ -791,7 +820,7 @@ static void hybrid_stage(const struct analytic_in *in, const struct terms *T, in
 	e->bwd = fmax(e->gs - gsf, hb);
 	e->gf = fwd_share(T, e->gs - e->xtp, tpc, ff) + e->xtpf;
 	e->hfw = hf;
-	e->slot = fmax(gsf, hf) + e->bwd;
+	e->slot = unit_pace(&in->lay, e->gs, fmax(gsf, hf) + e->bwd, hf + hb);
 	/* the larger of the two splits' (host_hides) */
 	e->hx[0] = fmax(fmax(0, hf - gsf), hf - e->gf);
 	e->hx[1] = fmax(e->bwd - (e->gs - gsf), hb - (e->gs - e->gf));
@@ -876,7 +905,7 @@ static void layer_stage(const struct analytic_in *in, const struct terms *T, int
 		/* the larger of the two splits' (host_hides) */
 		e->hx[0] = fmax(sf - gsf, hf - e->gf);
 		e->hx[1] = fmax(sb - (slot - gsf), hb - (slot - e->gf));
-		slot = sf + sb;
+		slot = unit_pace(l, slot, sf + sb, hf + hb);
 		e->bwd = sb;
 		e->slack = T->mb * (slot - hf - hb);
 		/* The compute's waits for the copies (synth_offload_exposed),
@@ -1024,16 +1053,25 @@ int analytic_estimate(const struct analytic_in *in, struct analytic_out *out, st
 	 * each stage's data-parallel collectives (what is exposed of them)
 	 * and its optimizer. */
 	gstat = synth_grad_stats_s(&T.si);
+	{
+		/* The stages first: the slowest one's slot paces them all. */
+		double w = -1;
+		for (int s = 0; s < pp; s++) {
+			stage_inputs(in, &T, s, &st[s]);
+			if (llm_hybrid(m))
+				hybrid_stage(in, &T, s, &st[s]);
+			else
+				layer_stage(in, &T, s, w, &fill, &st[s]);
+			w = fmax(w, st[s].slot);
+		}
+		for (int s = 0; s < pp; s++)
+			st[s].pace = w;
+	}
 	for (int s = 0; s < pp; s++) {
-		struct stage_est e;
+		struct stage_est e = st[s];
 		double dpt, exposed, each[2], opt, red;
 		struct comm_group eg;
 		double ebytes;
-		stage_inputs(in, &T, s, &e);
-		if (llm_hybrid(m))
-			hybrid_stage(in, &T, s, &e);
-		else
-			layer_stage(in, &T, s, worst, &fill, &e);
 		sum += e.gs;
 		if (e.slot > worst)
 			gw = e.gs;

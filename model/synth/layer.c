@@ -2228,6 +2228,11 @@ void sl_mtp_bwd(struct ctx *c, int r, const struct shape *z)
 }
 
 /* The layout as the kernels of one layer need it (synth_build's). */
+int sl_pp_per_node(const struct synth_in *in)
+{
+	return in->lay.tp * layout_dpc(&in->lay) * 2 <= hw_domain(in->hw) ? 2 : 1;
+}
+
 void sl_shape(const struct synth_in *in, struct shape *z)
 {
 	memset(z, 0, sizeof(*z));

@@ -35,6 +35,15 @@ static int lora(const struct ctx *c)
 	return layout_lora(&c->in->lay, 0);
 }
 
+/* The bytes of a pipeline transfer, activations or their gradients: a
+ * microbatch's b x s x h in bf16, each tensor-parallel rank its 1 / t
+ * (with sequence parallelism or without; synth_pp_transfer_s prices it
+ * for the analytic estimate). */
+static double pp_bytes(const struct shape *z)
+{
+	return z->b * z->s * z->h * 2 / z->t;
+}
+
 /* Of which trained: their gradients are reduced and the optimizer updates
  * them (all of them; under LoRA the adapters', the base frozen; LoRA is
  * refused on hybrid models, layout_check). */
@@ -50,8 +59,20 @@ static void pp_transfer(struct ctx *c, int r, int st, int kind, int from_s, int 
 	char pg[48] = "";
 	if (!c->dry) /* (a dry run's collective has no group: emit.c) */
 		snprintf(pg, sizeof(pg), "pp.%s.%d.%d", fwd ? "f" : "b", from_s, from_c);
-	se_collective(c, r, st, kind, "ncclDevKernel_SendRecv", z->b * z->s * z->h * 2 / z->t, g,
-		      pg);
+	se_collective(c, r, st, kind, "ncclDevKernel_SendRecv", pp_bytes(z), g, pg);
+}
+
+double synth_pp_transfer_s(const struct synth_in *in)
+{
+	struct shape z;
+	struct comm_est e;
+	if (in->lay.pp <= 1)
+		return 0;
+	sl_shape(in, &z);
+	if (comm_time(in->hw, GC_SEND, pp_bytes(&z), (struct comm_group){2, sl_pp_per_node(in)},
+		      in->comm_eff, COMM_AUTO, &e))
+		return 0;
+	return e.time_s;
 }
 
 /* 1 where chunk ch's activations go down the ranks (ZB-V's second

@@ -384,7 +384,7 @@ int synth_build_tpl(const struct synth_in *in, struct synth_tpl *tpl, struct gra
 	}
 	sl_shape(in, &z);
 	z.tp_per_node = in->lay.tp;
-	z.pp_per_node = in->lay.tp * layout_dpc(&in->lay) * 2 <= hw_domain(in->hw) ? 2 : 1;
+	z.pp_per_node = sl_pp_per_node(in);
 	c.fo.n_fold = se_intern(&c, "prism::unit");
 	c.fo.fold = in->units;
 	if (tpl && sf_carry_in(&c, tpl))

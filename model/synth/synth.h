@@ -306,6 +306,13 @@ int synth_grad_stats_n(const struct synth_in *in);
  * seconds: the norm's, and under fp16 the found-inf flag's; 0 when bare. */
 double synth_grad_stats_s(const struct synth_in *in);
 
+/* One pipeline transfer (a microbatch's activations forward, or their
+ * gradients back) between adjacent stages as synth's pp_send and pp_recv
+ * issue it and the collective model prices it, in seconds: b s h bf16
+ * values over the t tensor-parallel ranks, over NVLink where the two
+ * stages share a domain, else one NIC; 0 without a pipeline. */
+double synth_pp_transfer_s(const struct synth_in *in);
+
 /* Parameters a gradient bucket holds before it is reduced: bucket_mb of
  * main gradients, or Megatron-LM's max(40M, 1M x dp). */
 double synth_bucket_params(const struct synth_in *in);

@@ -653,6 +653,10 @@ const struct hw_profile *sl_run_hw(const struct synth_in *in, struct hw_profile 
 /* in's shape as the kernels of one layer need it (tp_per_node,
  * pp_per_node left 0: synth_build places them). */
 void sl_shape(const struct synth_in *in, struct shape *z);
+/* A pipeline transfer's peers in one NVLink domain: 2 where a stage's
+ * tp x dp x cp ranks leave room for the next stage's in the domain
+ * (Megatron's order, pipeline outermost), else 1. */
+int sl_pp_per_node(const struct synth_in *in);
 
 /* A memory-bound kernel of class cls (KC_*) moving bytes, on rank r's
  * compute stream. */
