@@ -34,7 +34,7 @@ static int point_run(const struct synth_in *in, int m, struct point *pt, struct 
 		return rc;
 	if ((rc = settle_synth_sim(sm, sc, g, &so, &pt->st, err))) {
 		synth_tpl_recycle(tpl, g);
-		synth_out_release(&so);
+		synth_tpl_recycle_out(tpl, &so);
 		return rc;
 	}
 	memset(pt->host_ns, 0, sizeof(pt->host_ns));
@@ -55,7 +55,7 @@ static int point_run(const struct synth_in *in, int m, struct point *pt, struct 
 	pt->kdb_exact = so.kdb_exact;
 	pt->kdb_interpolated = so.kdb_interpolated;
 	synth_tpl_recycle(tpl, g); /* the next point's build fills it */
-	synth_out_release(&so);
+	synth_tpl_recycle_out(tpl, &so);
 	return rc;
 }
 

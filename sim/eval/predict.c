@@ -132,7 +132,7 @@ static int synth_scratch(const struct synth_in *in, struct predict_scratch *s,
 		return rc;
 	if ((rc = settle_synth_sim(s ? s->sm : NULL, s ? s->sc : NULL, g, &so, &st, err))) {
 		synth_tpl_recycle(tpl, g);
-		synth_out_release(&so);
+		synth_tpl_recycle_out(tpl, &so);
 		return rc;
 	}
 	settled(in, &st, so.tasks, so.kernels, so.kdb_exact, so.kdb_interpolated, out);
@@ -141,9 +141,9 @@ static int synth_scratch(const struct synth_in *in, struct predict_scratch *s,
 		g = NULL;
 	}
 	if (rc == 0 && keep_so)
-		*keep_so = so;
+		*keep_so = so; /* (the caller's: tpl forgets its arrays) */
 	else
-		synth_out_release(&so);
+		synth_tpl_recycle_out(tpl, &so);
 	synth_tpl_recycle(tpl, g); /* (NULL once kept) */
 	return rc;
 }
