@@ -1959,6 +1959,258 @@ static void test_settle_scratch_reused(void **state)
 	synth_tpl_free(tpl);
 }
 
+/* One input built folded, templates by content (by_slot 0) or one per
+ * (stage, chunk) slot (1), settled, into r. */
+static void build_keyed(const struct synth_in *in, int by_slot, struct run *r)
+{
+	struct synth_in b = *in;
+	b.units_by_slot = by_slot;
+	run_build(&b, 1, r);
+}
+
+/* Two graphs the same to the string: build_keyed's two builds leave the
+ * same string table (each name interned when a build of every unit would
+ * have), the collectives' groups, names and sequence numbers. */
+static void graphs_same(const struct graph *a, const struct graph *b)
+{
+	graphs_equal(a, b);
+	assert_int_equal(a->st.n, b->st.n);
+	for (uint32_t i = 0; i < a->st.n; i++)
+		assert_string_equal(strtab_get(&a->st, i), strtab_get(&b->st, i));
+	for (uint32_t i = 0; i < a->n_colls; i++) {
+		assert_int_equal(a->colls[i].pg, b->colls[i].pg);
+		assert_int_equal(a->colls[i].ranks, b->colls[i].ranks);
+		assert_int_equal(a->colls[i].dtype, b->colls[i].dtype);
+		assert_int_equal(a->colls[i].seq, b->colls[i].seq);
+	}
+}
+
+/*
+ * Unit templates found by their content (fold.c keys): a unit whose
+ * chunk has the same layers, peers and flags as one built at another
+ * (stage, chunk) repeats that one's template, its processors, layers and
+ * process groups moved.  Each layout's build equals the build with a
+ * template per slot (units_by_slot, as before the keys), task for task,
+ * string for string, its collectives' groups and sequence numbers, and
+ * settles to the same step; and builds fewer templates wherever stages
+ * repeat.  Every schedule, virtual stages, ZeRO, recomputation, MoE with
+ * expert data parallelism and the all-to-all overlap, cp, offloading,
+ * fp8 delayed scaling (its amax reductions per chunk), a hybrid pattern,
+ * sliding windows; and knobs on one interleaved layout (below).
+ */
+static void test_templates_by_content(void **state)
+{
+	static const struct {
+		int tp, pp, dp, vp, m, sched, rec, zero, sp, experts, ep, cp, overlap, off, fp8,
+		    hyb, win;
+	} cases[] = {
+	    {1, 4, 1, 1, 9, LAYOUT_1F1B, LAYOUT_RECOMPUTE_NONE, 0, 0, 0, 1, 1, 0, 0, 0, 0, 0},
+	    {2, 4, 2, 2, 8, LAYOUT_INTERLEAVED, LAYOUT_RECOMPUTE_NONE, 1, 1, 0, 1, 1, 0, 0, 0, 0,
+	     0},
+	    {1, 4, 2, 2, 16, LAYOUT_INTERLEAVED, LAYOUT_RECOMPUTE_FULL, 0, 0, 0, 1, 1, 0, 0, 1, 0,
+	     0},
+	    {2, 2, 4, 1, 5, LAYOUT_1F1B, LAYOUT_RECOMPUTE_FULL, 2, 1, 0, 1, 1, 0, 0, 0, 0, 0},
+	    {2, 2, 4, 1, 5, LAYOUT_1F1B, LAYOUT_RECOMPUTE_SELECTIVE, 3, 0, 0, 1, 1, 0, 0, 0, 0, 0},
+	    {1, 4, 1, 1, 8, LAYOUT_GPIPE, LAYOUT_RECOMPUTE_NONE, 0, 0, 0, 1, 1, 0, 0, 0, 0, 0},
+	    {1, 4, 1, 1, 9, LAYOUT_ZB2P, LAYOUT_RECOMPUTE_NONE, 0, 0, 0, 1, 1, 0, 0, 0, 0, 0},
+	    {2, 2, 2, 1, 5, LAYOUT_ZBV, LAYOUT_RECOMPUTE_SELECTIVE, 1, 1, 0, 1, 1, 0, 0, 0, 0, 0},
+	    {2, 2, 4, 1, 5, LAYOUT_DUALPIPEV, LAYOUT_RECOMPUTE_NONE, 2, 1, 0, 1, 1, 0, 0, 0, 0, 0},
+	    {1, 2, 4, 1, 5, LAYOUT_1F1B, LAYOUT_RECOMPUTE_NONE, 1, 0, 8, 4, 1, 0, 0, 0, 0, 0},
+	    {1, 4, 4, 2, 8, LAYOUT_INTERLEAVED, LAYOUT_RECOMPUTE_NONE, 0, 0, 8, 2, 1, 0, 0, 0, 0,
+	     0},
+	    {1, 4, 2, 2, 8, LAYOUT_INTERLEAVED, LAYOUT_RECOMPUTE_NONE, 1, 0, 8, 2, 1, 1, 0, 0, 0,
+	     0},
+	    {2, 2, 2, 1, 5, LAYOUT_1F1B, LAYOUT_RECOMPUTE_NONE, 1, 1, 0, 1, 2, 0, 0, 0, 0, 0},
+	    {2, 4, 1, 2, 8, LAYOUT_INTERLEAVED, LAYOUT_RECOMPUTE_NONE, 0, 1, 0, 1, 2, 0, 0, 0, 0,
+	     0},
+	    {1, 1, 2, 1, 4, LAYOUT_1F1B, LAYOUT_RECOMPUTE_NONE, 0, 0, 0, 1, 1, 0, 2, 0, 0, 0},
+	    {1, 4, 1, 2, 8, LAYOUT_INTERLEAVED, LAYOUT_RECOMPUTE_NONE, 0, 0, 0, 1, 1, 0, 0, 0, 1,
+	     0},
+	    {1, 4, 2, 2, 8, LAYOUT_INTERLEAVED, LAYOUT_RECOMPUTE_NONE, 0, 0, 0, 1, 1, 0, 0, 0, 0,
+	     1},
+	};
+	size_t keyed = 0, slotted = 0;
+	(void)state;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct synth_in in;
+		struct prism_err err;
+		struct run a, b;
+		if (cases[i].hyb)
+			hybrid_small(&in, "M*M-M*M-");
+		else
+			small(&in);
+		in.lay.tp = cases[i].tp;
+		in.lay.pp = cases[i].pp;
+		in.lay.dp = cases[i].dp;
+		in.lay.vp = cases[i].vp;
+		in.lay.microbatches = cases[i].m;
+		in.lay.schedule = cases[i].sched;
+		in.lay.recompute = cases[i].rec;
+		in.lay.zero = cases[i].zero;
+		in.lay.sp = cases[i].sp;
+		in.lay.cp = cases[i].cp;
+		in.lay.offload_layers = cases[i].off;
+		if (cases[i].experts) {
+			in.m.experts = cases[i].experts;
+			in.m.top_k = 2;
+			in.m.expert_ffn = 1024;
+			in.lay.ep = cases[i].ep;
+			in.lay.moe_a2a_overlap = cases[i].overlap;
+		}
+		if (cases[i].fp8) {
+			in.lay.dtype = HW_FP8;
+			in.lay.fp8_recipe = LAYOUT_FP8_DELAYED;
+		}
+		if (cases[i].win) {
+			in.m.window = 256;
+			in.m.global_every = 2;
+		}
+		prism_err_clear(&err);
+		if (synth_check(&in, &err)) {
+			print_error("case %zu: %s\n", i, err.msg);
+			fail();
+		}
+		build_keyed(&in, 0, &a);
+		build_keyed(&in, 1, &b);
+		print_message("case %zu: %zu templates by content, %zu by slot; %zu units folded\n",
+			      i, a.so.n_unit_kinds, b.so.n_unit_kinds, a.so.n_units_folded);
+		graphs_same(a.g, b.g);
+		/* (The tally adds each template's FLOPs, a difference of running
+		 * sums that rounds by where it was made; no prediction reads
+		 * it: MFU is llm_flops_iter's.) */
+		assert_rel_close(a.so.flops, b.so.flops, 1e-12);
+		assert_int_equal(a.so.kernels, b.so.kernels);
+		assert_int_equal(a.so.tasks, b.so.tasks);
+		assert_int_equal(a.so.n_units_folded, b.so.n_units_folded);
+		assert_int_equal(a.so.n_units_kept, b.so.n_units_kept);
+		assert_int_equal(a.so.n_marks, b.so.n_marks);
+		assert_true(a.st.iter_s == b.st.iter_s);
+		assert_true(a.st.bubble == b.st.bubble);
+		assert_true(a.st.exposed_comm_s == b.st.exposed_comm_s);
+		assert_int_equal(a.st.unit_span_ns, b.st.unit_span_ns);
+		assert_true(a.so.n_unit_kinds <= b.so.n_unit_kinds);
+		keyed += a.so.n_unit_kinds;
+		slotted += b.so.n_unit_kinds;
+		run_free(&a);
+		run_free(&b);
+	}
+	/* Knobs on interleaved tp 2 pp 4 dp 2 vp 2 at 8 microbatches: a
+	 * given partition of unequal stages (untied head), CUDA graphs
+	 * and compiled regions (host regions by layer), compute waiting for
+	 * its sends, buckets across chunks (no overlap_grad), the step's
+	 * gathers (overlap_param), TP beside GEMMs, three steps. */
+	for (int k = 0; k < 8; k++) {
+		struct synth_in in;
+		struct prism_err err;
+		struct run a, b;
+		small(&in);
+		in.lay.tp = 2;
+		in.lay.pp = 4;
+		in.lay.dp = 2;
+		in.lay.vp = 2;
+		in.lay.microbatches = 8;
+		in.lay.schedule = LAYOUT_INTERLEAVED;
+		in.lay.zero = 1;
+		in.lay.sp = 1;
+		if (k == 1)
+			in.lay.exec = LAYOUT_EXEC_GRAPHS;
+		if (k == 2)
+			in.lay.exec = LAYOUT_EXEC_COMPILED;
+		if (k == 3)
+			in.lay.pp_overlap = 0;
+		if (k == 4)
+			in.lay.overlap_grad = 0;
+		if (k == 5)
+			in.lay.overlap_param = 1;
+		if (k == 6)
+			in.lay.tp_overlap = 1;
+		if (k == 7)
+			in.steps = 3;
+		prism_err_clear(&err);
+		if (k == 0) { /* 12 layers: chunks of 1 on stages 0 and 2, of 2 on 1 and 3 */
+			in.m.layers = 12;
+			in.m.untied = 1;
+			assert_int_equal(layout_partition_parse("2,4,2,4", &in.lay, &err), 0);
+		}
+		if (synth_check(&in, &err)) {
+			print_error("knob %d: %s\n", k, err.msg);
+			fail();
+		}
+		build_keyed(&in, 0, &a);
+		build_keyed(&in, 1, &b);
+		print_message("knob %d: %zu templates by content, %zu by slot; %zu units folded, "
+			      "%zu kept\n",
+			      k, a.so.n_unit_kinds, b.so.n_unit_kinds, a.so.n_units_folded,
+			      a.so.n_units_kept);
+		graphs_same(a.g, b.g);
+		assert_int_equal(a.so.n_units_folded, b.so.n_units_folded);
+		assert_int_equal(a.so.n_units_kept, b.so.n_units_kept);
+		assert_true(a.st.iter_s == b.st.iter_s);
+		assert_true(a.so.n_unit_kinds <= b.so.n_unit_kinds);
+		keyed += a.so.n_unit_kinds;
+		slotted += b.so.n_unit_kinds;
+		run_free(&a);
+		run_free(&b);
+	}
+	print_message("%zu templates by content, %zu by slot\n", keyed, slotted);
+	assert_true(keyed < slotted);
+}
+
+/*
+ * GPT-3 175B at tp 8 pp 16 dp 4 vp 6, interleaved, 32 microbatches
+ * (issue 38's deep candidate at its first point): the templates its
+ * folded build makes, counted by hand.  By slot, one per (stage, chunk)
+ * and flags: 16 x 6 slots, each with six kinds of unit (forward of the
+ * first, a middle and the last microbatch; backward of the first, a
+ * middle one, and the last with the chunk's gradient reduction), 576.
+ * By content the (stage, chunk)s are three: the embedding's (0, 0), the
+ * head's (15, 5), and every other, which runs one layer between a
+ * receive and a send, whichever stage and chunk its peers are (stage 0's
+ * input comes from stage 15's chunk before, stage 15's output goes to
+ * stage 0's chunk after: only the transfers' group names differ, which
+ * the template moves): 3 x 6 = 18.  Besides its content a template holds
+ * the rank state its unit reads, the same in all of these: the streams a
+ * stage's first units find without a task (the rank's first unit, chunk
+ * 1's before any receive on stage 0, the first backwards before any
+ * gradient stream or reduction) are ones those units launch on before
+ * they wait on them (keyed on every stream instead, 38 with the peers
+ * apart).
+ */
+static void test_template_count(void **state)
+{
+	struct synth_in in;
+	struct run a, b;
+	(void)state;
+	synth_in_default(&in);
+	in.m = (struct llm){.layers = 96,
+			    .hidden = 12288,
+			    .heads = 96,
+			    .ffn = 49152,
+			    .seq = 2048,
+			    .vocab = 51200,
+			    .name = "gpt3-175b"};
+	in.hw = &hw;
+	in.no_shapes = 1;
+	in.lay.tp = 8;
+	in.lay.pp = 16;
+	in.lay.dp = 4;
+	in.lay.vp = 6;
+	in.lay.schedule = LAYOUT_INTERLEAVED;
+	in.lay.microbatches = 32;
+	build_keyed(&in, 0, &a);
+	build_keyed(&in, 1, &b);
+	print_message("%zu templates by content, %zu by slot; %zu units folded, %zu kept\n",
+		      a.so.n_unit_kinds, b.so.n_unit_kinds, a.so.n_units_folded, a.so.n_units_kept);
+	assert_int_equal(b.so.n_unit_kinds, 16 * 6 * 6);
+	assert_int_equal(a.so.n_unit_kinds, 3 * 6);
+	assert_int_equal(a.so.n_units_folded, 16 * 32 * 6 * 2 * 2);
+	assert_int_equal(a.so.n_units_kept, 0);
+	graphs_same(a.g, b.g);
+	assert_true(a.st.iter_s == b.st.iter_s);
+	run_free(&a);
+	run_free(&b);
+}
+
 /* A thread's predict_scratch (predict_eval) kept from candidate to
  * candidate, as the search keeps one per thread: each prediction equals
  * the one made without it, field for field, whatever the scratch held
@@ -2250,6 +2502,8 @@ int main(void)
 	    cmocka_unit_test(test_one_breakdown),
 	    cmocka_unit_test(test_canonical),
 	    cmocka_unit_test(test_carried_templates),
+	    cmocka_unit_test(test_templates_by_content),
+	    cmocka_unit_test(test_template_count),
 	    cmocka_unit_test(test_settle_scratch_reused),
 	    cmocka_unit_test(test_scratch_reused),
 	};

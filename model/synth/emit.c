@@ -276,6 +276,8 @@ uint32_t se_launch(struct ctx *c, int r, int st, uint8_t kind, const char *name,
 	if (se_failed(c))
 		return u;
 	k->last[st] = u;
+	if (c->fo.rec)
+		c->fo.rec_written |= 1u << st;
 	c->tally.kernels++;
 	return u;
 }
@@ -312,7 +314,7 @@ void se_event_wait(struct ctx *c, int r, int from, int to)
 		return;
 	rec = host_call(c, r, c->em.n_record, RT_EVENT_RECORD, ev);
 	w = host_call(c, r, c->em.n_wait, RT_STREAM_WAIT, ev);
-	if (k->last[from] == NONE32)
+	if (se_last(c, r, from) == NONE32)
 		return;
 	p.proc = k->stream[to];
 	p.src = k->last[from];
@@ -404,6 +406,10 @@ void se_collective(struct ctx *c, int r, int st, int kind, const char *kname, do
 	    comm_time(c->in->hw, kind, bytes, g, c->in->comm_eff, COMM_AUTO, &e) == 0)
 		t = e.time_s;
 	pgid = se_intern(c, pg);
+	/* A unit being folded: its groups, moved where its template is
+	 * repeated on another rank (fold.c). */
+	if (c->fo.rec && VEC_PUSH(c->fo.rec_pgs, pgid))
+		c->oom = 1;
 	x.kind = (uint8_t)kind;
 	x.bytes = bytes < 9e18 ? (int64_t)bytes : INT64_MAX;
 	x.group_size = g.n;

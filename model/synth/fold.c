@@ -5,8 +5,12 @@
  * the compute stream kept, each run of compute kernels between events
  * made its first kernel and one unit task for the rest (whose kernels the
  * marks list).  The unit's tasks are then taken back, and it and every
- * later unit of its kind are copies of the template.  Reads the unit
- * from the graph writer (c->em.w), takes it back and stages the copies.
+ * later unit of its kind are copies of the template.  A unit's kind is
+ * its content, not its (stage, chunk): every unit of the same layers,
+ * flags, peers and rank state, on any stage, repeats one template, its
+ * processors, layers and process groups moved (keys, below).  Reads the
+ * unit from the graph writer (c->em.w), takes it back and stages the
+ * copies.
  */
 #include "synth_int.h"
 
@@ -22,24 +26,41 @@
 #define FOLD_B	    32 /* its B pass (DualPipeV's whole backwards beside them) */
 #define FOLD_PAIR   64 /* the 1F1B all-to-all overlap's merged forward and backward */
 #define FOLD_KINDS  128
-#define FOLD_NEVER  (NONE32 - 1) /* ctx.fo.findex: tried, cannot be folded */
+#define FOLD_NEVER  (NONE32 - 1) /* fbind.t: tried, cannot be folded */
 
-/* The index of the template of a unit (ctx.fo.findex), made on first
- * use: stage s, chunk ch, the chunk of a merged pair's backward plus one
- * (chb1; 0: not a pair), flags f. */
+/* The index of a unit's slot (ctx.fo.fbind), made on first use: stage
+ * s, chunk ch, the chunk of a merged pair's backward plus one (chb1; 0:
+ * not a pair), flags f. */
 static size_t slot_of(struct ctx *c, const struct shape *z, int s, int ch, int chb1, int f)
 {
 	size_t v = (size_t)z->v, n = (size_t)z->p * v * (v + 1) * FOLD_KINDS;
-	if (c->fo.findex.n != n) {
-		if (VEC_RESERVE(c->fo.findex, n)) {
+	if (c->fo.fbind.n != n) {
+		if (VEC_RESERVE(c->fo.fbind, n)) {
 			c->oom = 1;
 			return SIZE_MAX;
 		}
 		for (size_t i = 0; i < n; i++)
-			c->fo.findex.v[i] = NONE32;
-		c->fo.findex.n = n;
+			c->fo.fbind.v[i].epoch = NONE32; /* met in no build */
+		c->fo.fbind.n = n;
 	}
 	return (((size_t)s * v + (size_t)ch) * (v + 1) + (size_t)chb1) * FOLD_KINDS + (size_t)f;
+}
+
+int sf_bound(const struct ctx *c, size_t slot)
+{
+	return c->fo.fbind.v[slot].epoch == c->fo.epoch;
+}
+
+void sf_key_start(struct ctx *c, size_t slot)
+{
+	c->fo.ukey.n = 0;
+	sf_key(c, (uint32_t)(slot % FOLD_KINDS)); /* its flags (a merged pair's among them) */
+}
+
+void sf_key(struct ctx *c, uint32_t w)
+{
+	if (VEC_PUSH(c->fo.ukey, w))
+		c->oom = 1;
 }
 
 size_t sf_slot(struct ctx *c, const struct shape *z, int s, int ch, int mb, int fwd, int bucket,
@@ -60,9 +81,12 @@ size_t sf_slot_pair(struct ctx *c, const struct shape *z, int s, int chf, int mb
 }
 
 /* Repeat template t as the next unit of rank r, microbatch mb (a merged
- * pair's backward tasks: microbatch mbb). */
-static void fold_replay(struct ctx *c, const struct ufold *t, int r, int32_t mb, int32_t mbb)
+ * pair's backward tasks: microbatch mbb), moved as binding b says (its
+ * processors, layers, process groups and their sequence entries). */
+static void fold_replay(struct ctx *c, const struct ufold *t, const struct fbind *b, int r,
+			int32_t mb, int32_t mbb)
 {
+	const struct fbmap *map = c->fo.fbmap.v + b->map0;
 	struct gw *w = &c->em.w;
 	uint32_t k0 = w->n_nodes;
 
@@ -80,6 +104,9 @@ static void fold_replay(struct ctx *c, const struct ufold *t, int r, int32_t mb,
 		struct gw_node n = c->fo.fnodes.v[t->node0 + i];
 		n.mb = n.phase == PH_BACKWARD ? mbb : mb;
 		n.iter = se_iter(c, r);
+		n.proc += b->dproc;
+		if (n.layer >= 0)
+			n.layer += n.phase == PH_BACKWARD ? b->dlb : b->dlf;
 		gw_node(w, &n, NULL);
 	}
 	for (uint32_t i = 0; i < t->n_edges; i++) {
@@ -92,7 +119,9 @@ static void fold_replay(struct ctx *c, const struct ufold *t, int r, int32_t mb,
 	}
 	for (uint32_t i = 0; i < t->n_colls && !w->rc; i++) {
 		struct graph_coll x = c->fo.fcolls.v[t->coll0 + i];
-		x.seq = c->em.seqs.v[x.seq].n++; /* the template keeps its (rank, pg) slot */
+		const struct fbmap *g = &map[c->fo.fcpg.v[t->coll0 + i]];
+		x.pg = g->pg;
+		x.seq = c->em.seqs.v[g->seq].n++;
 		gw_coll(w, k0 + x.node, &x);
 	}
 	if (se_failed(c))
@@ -676,21 +705,344 @@ static int fold_adopt(struct ctx *c, struct ufold *t, int r)
 	return 1;
 }
 
-int sf_reuse(struct ctx *c, size_t slot, int r, int32_t mb, int32_t mbb)
+/*
+ * Keys.  Units of the same content -- the same flags, and chunks that
+ * read the same of the model and layout (step.c key_chunk: their layers'
+ * kinds, the embedding or head, their transfers' peers relative to the
+ * unit) -- built at the same rank state (its gradient buckets, which of
+ * its streams have a task, no host region open, no event wait pending),
+ * differ only by the rank (processors, process groups), the layers'
+ * numbers and the chunks named in the pipeline's process groups; one
+ * template serves them all, moved on replay (fold_replay, fbind).
+ */
+
+/* The rank's streams with a task so far, a bit each. */
+static uint32_t last_mask(const uint32_t *last)
 {
-	struct ufold *t;
-	if (c->fo.findex.v[slot] >= c->fo.folds.n || c->em.pend.n)
-		return 0;
-	t = &c->fo.folds.v[c->fo.findex.v[slot]];
-	if (t->bucket0 != c->rk[r].bucket || !fold_ext_ok(c, t, r) ||
-	    (t->epoch != c->fo.epoch && !fold_adopt(c, t, r))) {
-		/* One from an earlier build that does not hold here: this
-		 * build makes its own, as without it. */
-		if (t->epoch != c->fo.epoch)
-			c->fo.findex.v[slot] = NONE32;
-		return 0;
+	uint32_t m = 0;
+	for (int st = 0; st < S_N; st++)
+		if (last[st] != NONE32)
+			m |= 1u << st;
+	return m;
+}
+
+static uint32_t key_hash(const uint32_t *w, size_t n)
+{
+	uint32_t h = 2166136261u;
+	for (size_t i = 0; i < n; i++)
+		h = (h ^ w[i]) * 16777619u;
+	return h ^ (h >> 15);
+}
+
+/* Template i into the key table (ctx.fo.fktab, chains through knext),
+ * grown to twice the templates: 0, or -1 when out of memory. */
+static int key_insert(struct ctx *c, uint32_t i)
+{
+	struct fold_state *f = &c->fo;
+	if (!f->fktab.n || f->fktab.n < 2 * f->folds.n) {
+		size_t n = 64;
+		while (n < 4 * f->folds.n)
+			n *= 2;
+		if (VEC_RESERVE(f->fktab, n))
+			return -1;
+		f->fktab.n = n;
+		memset(f->fktab.v, 0, n * sizeof(*f->fktab.v));
+		for (uint32_t j = 0; j < f->folds.n; j++)
+			if (j != i && f->folds.v[j].n_key) {
+				uint32_t *h = &f->fktab.v[f->folds.v[j].khash & (n - 1)];
+				f->folds.v[j].knext = *h;
+				*h = j + 1;
+			}
 	}
-	fold_replay(c, t, r, mb, mbb);
+	{
+		uint32_t *h = &f->fktab.v[f->folds.v[i].khash & (f->fktab.n - 1)];
+		f->folds.v[i].knext = *h;
+		*h = i + 1;
+	}
+	return 0;
+}
+
+/* What a template's process group names (ctx.fo.fprole): the rank (its
+ * name "<group>.<rank>", rank = stage), or, the pipeline's
+ * ("pp.<f|b>.<stage>.<chunk>", f the forward side's transfers, b the
+ * backward's), the unit's own chunk (the sender of what it sends), the
+ * chunk before it or the one after (the sender of what it receives). */
+enum { PG_RANK, PG_SELF, PG_PREV, PG_NEXT };
+
+/* Process group name pg parsed: "<group>.<n0>" (*nn 1) or
+ * "pp.<f|b>.<n0>.<n1>" (*nn 2), its text before the numbers *pre bytes.
+ * 1, or 0 where of neither form. */
+static int pg_parse(const char *pg, size_t *pre, long num[2], int *nn)
+{
+	size_t len = strlen(pg), i = len, j;
+
+	while (i > 0 && pg[i - 1] >= '0' && pg[i - 1] <= '9')
+		i--;
+	if (i == len || i < 2 || pg[i - 1] != '.' || len - i > 9)
+		return 0;
+	num[0] = num[1] = 0;
+	for (j = i; j < len; j++)
+		num[0] = num[0] * 10 + (pg[j] - '0');
+	*nn = 1;
+	*pre = i;
+	if (strncmp(pg, "pp.", 3) == 0 && (pg[3] == 'f' || pg[3] == 'b') && pg[4] == '.') {
+		/* the stage between pg + 5 and the chunk's dot */
+		if (i - 1 <= 5 || i - 1 - 5 > 9)
+			return 0;
+		num[1] = num[0];
+		num[0] = 0;
+		for (j = 5; j < i - 1; j++) {
+			if (pg[j] < '0' || pg[j] > '9')
+				return 0;
+			num[0] = num[0] * 10 + (pg[j] - '0');
+		}
+		*nn = 2;
+		*pre = 5;
+	}
+	return 1;
+}
+
+/* pg's text before its numbers (pre bytes), then the numbers num (nn of
+ * them), into out (n bytes): 1, or 0 where a number is below 0. */
+static int pg_put(const char *pg, size_t pre, const long num[2], int nn, char *out, size_t n)
+{
+	size_t k = pre;
+	char t[24];
+	if (pre + 2 * 12 > n)
+		return 0;
+	memcpy(out, pg, pre);
+	for (int q = 0; q < nn; q++) {
+		long v = num[q];
+		size_t m = sizeof(t);
+		if (v < 0)
+			return 0;
+		do
+			t[--m] = (char)('0' + v % 10);
+		while ((v /= 10) != 0);
+		if (q)
+			out[k++] = '.';
+		memcpy(out + k, t + m, sizeof(t) - m);
+		k += sizeof(t) - m;
+	}
+	out[k] = '\0';
+	return 1;
+}
+
+/* What process group pg names for a unit of rank r at p (PG_*), or -1
+ * where it names nothing a template can move. */
+static int pg_role(const char *pg, int r, const struct sf_pos *p)
+{
+	size_t pre;
+	long num[2];
+	int nn, side;
+	const int32_t *q;
+	if (!pg_parse(pg, &pre, num, &nn))
+		return -1;
+	if (nn == 1)
+		return PG_RANK;
+	side = pg[3] == 'b';
+	q = p->peer[side];
+	if (num[0] == r && num[1] == (side ? p->chb : p->ch))
+		return PG_SELF;
+	if (num[0] == q[0] && num[1] == q[1])
+		return PG_PREV;
+	if (num[0] == q[2] && num[1] == q[3])
+		return PG_NEXT;
+	return -1;
+}
+
+/* The name of process group pg, of role role, for a unit of rank r at p
+ * (its template's made ds ranks away) into out (n bytes): 1, or 0 where
+ * there is none (a number below 0). */
+static int pg_move(const char *pg, int role, int r, int ds, const struct sf_pos *p, char *out,
+		   size_t n)
+{
+	size_t pre;
+	long num[2];
+	int nn, side;
+	if (!pg_parse(pg, &pre, num, &nn))
+		return 0;
+	side = nn == 2 && pg[3] == 'b';
+	if (role == PG_RANK) {
+		num[0] += ds;
+	} else if (role == PG_SELF) {
+		num[0] = r;
+		num[1] = side ? p->chb : p->ch;
+	} else {
+		num[0] = p->peer[side][role == PG_PREV ? 0 : 2];
+		num[1] = p->peer[side][role == PG_PREV ? 1 : 3];
+	}
+	return pg_put(pg, pre, num, nn, out, n);
+}
+
+static uint32_t seq_hash(uint32_t r, uint32_t pg)
+{
+	uint32_t h = r * 0x9e3779b1u ^ pg * 0x85ebca6bu;
+	return h ^ (h >> 16);
+}
+
+/* The (rank r, group pg) sequence entry, added (as se_collective adds
+ * it) where there is none: its index, or NONE32 when out of memory.
+ * Found through ctx.fo.seqtab, which hashes c->em.seqs as it grows. */
+static uint32_t seq_entry(struct ctx *c, int r, uint32_t pg)
+{
+	struct fold_state *f = &c->fo;
+	const struct pgseq *q;
+	size_t mask;
+	uint32_t h;
+
+	if (f->seq_hashed > c->em.seqs.n || f->seqtab.n < 2 * (c->em.seqs.n + 1)) {
+		size_t n = 64;
+		while (n < 4 * (c->em.seqs.n + 1))
+			n *= 2;
+		if (VEC_RESERVE(f->seqtab, n))
+			return NONE32;
+		f->seqtab.n = n;
+		memset(f->seqtab.v, 0, n * sizeof(*f->seqtab.v));
+		f->seq_hashed = 0;
+	}
+	mask = f->seqtab.n - 1;
+	for (; f->seq_hashed < c->em.seqs.n; f->seq_hashed++) {
+		q = &c->em.seqs.v[f->seq_hashed];
+		for (h = seq_hash(q->rank, q->pg) & mask; f->seqtab.v[h]; h = (h + 1) & mask)
+			;
+		f->seqtab.v[h] = (uint32_t)f->seq_hashed + 1;
+	}
+	for (h = seq_hash((uint32_t)r, pg) & mask; f->seqtab.v[h]; h = (h + 1) & mask) {
+		q = &c->em.seqs.v[f->seqtab.v[h] - 1];
+		if (q->rank == (uint32_t)r && q->pg == pg)
+			return f->seqtab.v[h] - 1;
+	}
+	{
+		struct pgseq e = {(uint32_t)r, pg, 0};
+		if (VEC_PUSH(c->em.seqs, e))
+			return NONE32;
+	}
+	f->seqtab.v[h] = (uint32_t)c->em.seqs.n; /* the new entry's index + 1 */
+	f->seq_hashed = c->em.seqs.n;
+	return (uint32_t)(c->em.seqs.n - 1);
+}
+
+/* Slot's binding to template ti in this build, on rank r at p: its moves
+ * and its process groups' names and sequence entries here (moved: each
+ * name interned and entry added in the order its unit's build would
+ * have, as se_collective does).  0; 1, nothing changed, where a name
+ * cannot move there; -1 (c->oom set) on failure. */
+static int fold_bind(struct ctx *c, size_t slot, uint32_t ti, int r, const struct sf_pos *p)
+{
+	const struct ufold *t = &c->fo.folds.v[ti];
+	struct fbind *b = &c->fo.fbind.v[slot];
+	int moved = r != t->rank || p->ch != t->ch || p->chb != t->chb;
+	char buf[96];
+
+	for (uint32_t k = 0; moved && k < t->n_pg; k++)
+		if (!pg_move(strtab_get(&c->em.w.st, c->fo.fpgs.v[t->pg0 + k]),
+			     c->fo.fprole.v[t->pg0 + k], r, r - t->rank, p, buf, sizeof(buf)))
+			return 1; /* (a name moved below 0: not this template's kind) */
+	if (VEC_RESERVE(c->fo.fbmap, c->fo.fbmap.n + t->n_pg))
+		return c->oom = 1, -1;
+	b->epoch = c->fo.epoch;
+	b->t = ti;
+	b->map0 = (uint32_t)c->fo.fbmap.n;
+	b->dproc = c->rk[r].host - c->rk[t->rank].host;
+	b->dlf = p->l0 - t->l0;
+	b->dlb = p->lb0 - t->lb0;
+	for (uint32_t k = 0; k < t->n_pg; k++) {
+		struct fbmap m;
+		m.pg = c->fo.fpgs.v[t->pg0 + k];
+		if (moved) {
+			pg_move(strtab_get(&c->em.w.st, m.pg), c->fo.fprole.v[t->pg0 + k], r,
+				r - t->rank, p, buf, sizeof(buf));
+			m.pg = gw_intern(&c->em.w, buf);
+			if (se_failed(c))
+				return -1;
+		}
+		m.seq = seq_entry(c, r, m.pg);
+		if (m.seq == NONE32)
+			return c->oom = 1, -1;
+		c->fo.fbmap.v[c->fo.fbmap.n++] = m;
+	}
+	return 0;
+}
+
+/* Whether template t, made elsewhere in this build, is the one a build of
+ * the unit at hand would make on rank r: the same key, rank state and
+ * none pending. */
+static int fold_fits(const struct ctx *c, const struct ufold *t, int r)
+{
+	const struct rankst *k = &c->rk[r];
+	return t->share && !c->em.pend.n && k->region == 0 && k->mtp == t->before.mtp &&
+	       k->phase == t->before.phase && k->layer == t->before.layer &&
+	       t->bucket0 == k->bucket && t->before.ebucket == k->ebucket &&
+	       (t->mask0 & t->rmask) == (last_mask(k->last) & t->rmask);
+}
+
+/* The slot's first unit in this build, on rank r at p (key: c->fo.ukey):
+ * bound to a template of its kind made in this build (as if built: its
+ * names, sequence entries, correlation ids and the rank's state after
+ * it), or adopted from an earlier build where made at this very slot;
+ * the template, or NONE32 (the unit is then built, and folded into one). */
+static uint32_t fold_first(struct ctx *c, size_t slot, int r, const struct sf_pos *p)
+{
+	struct fold_state *f = &c->fo;
+	uint32_t h = key_hash(f->ukey.v, f->ukey.n), i, old = NONE32;
+
+	for (i = f->fktab.n ? f->fktab.v[h & (f->fktab.n - 1)] : 0; i;
+	     i = f->folds.v[i - 1].knext) {
+		struct ufold *t = &f->folds.v[i - 1];
+		int here = t->rank == r && t->ch == p->ch && t->chb == p->chb;
+		if (t->khash != h || t->n_key != f->ukey.n ||
+		    memcmp(f->fkeys.v + t->key0, f->ukey.v, f->ukey.n * sizeof(*f->ukey.v)) != 0)
+			continue;
+		if (t->epoch == f->epoch && !here && !c->in->units_by_slot && fold_fits(c, t, r))
+			break;
+		if (t->epoch != f->epoch && here && old == NONE32 &&
+		    t->bucket0 == c->rk[r].bucket && fold_ext_ok(c, t, r))
+			old = i - 1;
+	}
+	if (i) {
+		struct ufold *t = &f->folds.v[i - 1];
+		struct rankst *k = &c->rk[r];
+		if (fold_bind(c, slot, i - 1, r, p))
+			return NONE32; /* (c->oom, or built here) */
+		c->em.next_corr += t->corr_d;
+		k->layer = t->after.layer;
+		k->phase = t->after.phase;
+		k->mtp = t->after.mtp;
+		k->ebucket = t->after.ebucket;
+		k->region = t->after.region; /* 0 (share) */
+		return i - 1;
+	}
+	if (old != NONE32 && !c->em.pend.n && fold_adopt(c, &f->folds.v[old], r) &&
+	    !fold_bind(c, slot, old, r, p))
+		return old;
+	return NONE32;
+}
+
+int sf_reuse(struct ctx *c, size_t slot, const struct sf_pos *p, int r, int32_t mb, int32_t mbb)
+{
+	struct fbind *b = &c->fo.fbind.v[slot];
+	struct ufold *t;
+	if (b->epoch != c->fo.epoch) {
+		uint32_t i = fold_first(c, slot, r, p);
+		if (i == NONE32) {
+			b->epoch = c->fo.epoch;
+			b->t = NONE32;
+			return 0;
+		}
+		t = &c->fo.folds.v[i];
+		/* The pair's backward microbatch as its build would leave it. */
+		if (t->after.mb != t->before.mb)
+			c->rk[r].mb = mbb;
+		fold_replay(c, t, b, r, mb, mbb);
+		return 1;
+	}
+	if (b->t >= c->fo.folds.n || c->em.pend.n)
+		return 0;
+	t = &c->fo.folds.v[b->t];
+	if (t->bucket0 != c->rk[r].bucket || !fold_ext_ok(c, t, r))
+		return 0;
+	fold_replay(c, t, b, r, mb, mbb);
 	return 1;
 }
 
@@ -738,6 +1090,7 @@ void sf_begin(struct ctx *c, int r, struct sf_start *u)
 	u->e0 = c->em.w.edges.n;
 	u->c0 = c->em.w.colls.n;
 	u->w0 = c->em.waits.n;
+	u->pend0 = c->em.pend.n;
 	memcpy(u->last0, c->rk[r].last, sizeof(u->last0));
 	memset(&u->t, 0, sizeof(u->t));
 	u->t.ufirst = u->t.ulast = NONE32;
@@ -751,12 +1104,78 @@ void sf_begin(struct ctx *c, int r, struct sf_start *u)
 	u->t.epoch = c->fo.epoch;
 	c->fo.rec = c->fo.fold;
 	c->fo.rec_ids.n = 0;
+	c->fo.rec_pgs.n = 0;
+	c->fo.rec_written = c->fo.rec_read = 0;
 }
 
-int sf_end(struct ctx *c, int r, int32_t mb, int32_t mbb, size_t slot, const struct sf_start *u)
+/* Template t (made from the unit just built on rank r at p, its key in
+ * c->fo.ukey; before its unit, u) found by its content: its key, where it
+ * was made, the process groups its unit used in order (each collective's
+ * index among them) and whether it may move.  0, or -1 when out of
+ * memory. */
+static int fold_key(struct ctx *c, struct ufold *t, int r, const struct sf_pos *p,
+		    const struct sf_start *u)
+{
+	struct fold_state *f = &c->fo;
+	char buf[96];
+
+	t->rank = r;
+	t->ch = p->ch;
+	t->chb = p->chb;
+	t->l0 = p->l0;
+	t->lb0 = p->lb0;
+	t->mask0 = last_mask(u->last0);
+	t->rmask = c->fo.rec_read;
+	t->key0 = (uint32_t)f->fkeys.n;
+	t->n_key = (uint32_t)f->ukey.n;
+	t->khash = key_hash(f->ukey.v, f->ukey.n);
+	if (VEC_RESERVE(f->fkeys, f->fkeys.n + f->ukey.n))
+		return -1;
+	memcpy(f->fkeys.v + f->fkeys.n, f->ukey.v, f->ukey.n * sizeof(*f->ukey.v));
+	f->fkeys.n += f->ukey.n;
+	t->share = t->n_key > 0 && u->pend0 == 0 && t->before.region == 0 && t->after.region == 0;
+	t->pg0 = (uint32_t)f->fpgs.n;
+	for (size_t i = 0; i < f->rec_pgs.n; i++) {
+		uint32_t pg = f->rec_pgs.v[i], k;
+		for (k = t->pg0; k < f->fpgs.n && f->fpgs.v[k] != pg; k++)
+			;
+		if (k < f->fpgs.n)
+			continue;
+		/* A name that does not parse back to itself, or names none of
+		 * the unit's peers, stays where made. */
+		{
+			const char *txt = strtab_get(&c->em.w.st, pg);
+			int role = pg_role(txt, r, p);
+			if (role < 0 || !pg_move(txt, role, r, 0, p, buf, sizeof(buf)) ||
+			    strcmp(buf, txt) != 0) {
+				t->share = 0;
+				role = PG_RANK;
+			}
+			if (VEC_PUSH(f->fpgs, pg) || VEC_PUSH(f->fprole, (uint8_t)role))
+				return -1;
+		}
+	}
+	t->n_pg = (uint32_t)(f->fpgs.n - t->pg0);
+	if (VEC_RESERVE(f->fcpg, t->coll0 + t->n_colls))
+		return -1;
+	f->fcpg.n = t->coll0 + t->n_colls;
+	for (uint32_t i = 0; i < t->n_colls; i++) {
+		uint32_t k = 0;
+		while (k < t->n_pg && f->fpgs.v[t->pg0 + k] != f->fcolls.v[t->coll0 + i].pg)
+			k++;
+		if (k == t->n_pg) /* a collective not seen by se_collective */
+			return -1;
+		f->fcpg.v[t->coll0 + i] = k;
+	}
+	return 0;
+}
+
+int sf_end(struct ctx *c, int r, int32_t mb, int32_t mbb, size_t slot, const struct sf_pos *p,
+	   const struct sf_start *u)
 {
 	c->fo.rec = 0;
-	if (slot != SIZE_MAX && !c->oom && c->fo.findex.v[slot] == NONE32) {
+	if (slot != SIZE_MAX && !c->oom && c->fo.fbind.v[slot].epoch == c->fo.epoch &&
+	    c->fo.fbind.v[slot].t == NONE32) {
 		struct ufold t = u->t;
 		t.after = rank_now(&c->rk[r]);
 		t.corr_d = c->em.next_corr - t.corr_d;
@@ -766,25 +1185,27 @@ int sf_end(struct ctx *c, int r, int32_t mb, int32_t mbb, size_t slot, const str
 			t.hits[h] = c->tally.kdb_hits[h] - t.hits[h];
 		t.bucket1 = c->rk[r].bucket;
 		if (fold_build(c, r, &t, u->k0, u->e0, u->c0, u->last0)) {
+			uint32_t ti = (uint32_t)c->fo.folds.n;
 			/* The replay adds the unit's counts again. */
 			c->tally.flops -= t.flops;
 			c->tally.kernels -= t.kernels;
 			for (int h = 0; h < 3; h++)
 				c->tally.kdb_hits[h] -= t.hits[h];
 			c->em.waits.n = u->w0;
-			if (fold_keep(c, &t) || VEC_PUSH(c->fo.folds, t)) {
+			if (fold_keep(c, &t) || fold_key(c, &t, r, p, u) ||
+			    VEC_PUSH(c->fo.folds, t) || key_insert(c, ti) ||
+			    fold_bind(c, slot, ti, r, p)) {
 				c->oom = 1;
 				return 1;
 			}
-			c->fo.findex.v[slot] = (uint32_t)(c->fo.folds.n - 1);
 			c->fo.kinds++;
 			/* The streams as before the unit: its events from
 			 * before it are replayed from them. */
 			memcpy(c->rk[r].last, u->last0, sizeof(u->last0));
-			fold_replay(c, &c->fo.folds.v[c->fo.folds.n - 1], r, mb, mbb);
+			fold_replay(c, &c->fo.folds.v[ti], &c->fo.fbind.v[slot], r, mb, mbb);
 			return 1;
 		}
-		c->fo.findex.v[slot] = FOLD_NEVER;
+		c->fo.fbind.v[slot].t = FOLD_NEVER;
 	}
 	if (c->fo.fold)
 		c->fo.units_kept++;
@@ -805,7 +1226,16 @@ void sf_release(struct ctx *c)
 	VEC_FREE(c->fo.fsegs);
 	VEC_FREE(c->fo.fgates);
 	VEC_FREE(c->fo.fside);
-	VEC_FREE(c->fo.findex);
+	VEC_FREE(c->fo.fbind);
+	VEC_FREE(c->fo.fbmap);
+	VEC_FREE(c->fo.fkeys);
+	VEC_FREE(c->fo.fktab);
+	VEC_FREE(c->fo.fpgs);
+	VEC_FREE(c->fo.fprole);
+	VEC_FREE(c->fo.fcpg);
+	VEC_FREE(c->fo.ukey);
+	VEC_FREE(c->fo.rec_pgs);
+	VEC_FREE(c->fo.seqtab);
 	VEC_FREE(c->fo.rec_ids);
 	VEC_FREE(c->fo.seen);
 	VEC_FREE(c->fo.ftext);
@@ -826,14 +1256,18 @@ int sf_carry_in(struct ctx *c, struct synth_tpl *tpl)
 	    memcmp(&key, &tpl->key, sizeof(key)) != 0) {
 		/* Another input's, or none: start empty, the memory kept. */
 		c->fo.folds.n = c->fo.fnodes.n = c->fo.fedges.n = c->fo.fcolls.n = 0;
-		c->fo.fmarks.n = c->fo.fexts.n = c->fo.fkerns.n = c->fo.findex.n = 0;
+		c->fo.fmarks.n = c->fo.fexts.n = c->fo.fkerns.n = 0;
 		c->fo.ftext.n = c->fo.fstrs.n = c->fo.fseqs.n = 0;
+		c->fo.fkeys.n = c->fo.fktab.n = c->fo.fpgs.n = c->fo.fcpg.n = 0;
+		c->fo.fprole.n = 0;
 	}
 	tpl->key = key;
 	tpl->have = 0;
-	for (size_t i = 0; i < c->fo.findex.n; i++)
-		if (c->fo.findex.v[i] == FOLD_NEVER) /* tried again, as in a build of its own */
-			c->fo.findex.v[i] = NONE32;
+	/* Every slot met anew (epoch), its binding made again (fbmap); the
+	 * build's sequence entries hashed anew. */
+	c->fo.fbmap.n = 0;
+	c->fo.seqtab.n = 0;
+	c->fo.seq_hashed = 0;
 	c->fo.n_fold = n_fold;
 	c->fo.fold = fold;
 	c->fo.epoch++;

@@ -394,7 +394,7 @@ static struct issued gather(struct ctx *c, int r, const struct shape *z, double 
 			     params / layout_shard_group(&c->lay) * t.ag_in);
 	se_collective(c, r, S_DP, GC_ALL_GATHER, "ncclDevKernel_AllGather_RING_LL", params * w,
 		      zero_group(c), pg);
-	out.task = c->rk[r].last[S_DP];
+	out.task = se_last(c, r, S_DP);
 	out.record = awaited ? se_event_record(c, r, S_COMPUTE) : NONE32;
 	return out;
 }
@@ -842,6 +842,87 @@ static void unit_marks(struct ctx *c, int r, size_t k0)
 		c->oom = 1;
 }
 
+static void ckey_put(struct ctx *c, uint32_t w)
+{
+	if (VEC_PUSH(c->sc.ckey, w))
+		c->oom = 1;
+}
+
+/* What a unit's build reads of chunk ch of stage s besides the rank's
+ * names (fold.c's key, sf_key): its layers' count and kinds (llm.h: kind,
+ * experts, window), the embedding or head (their parameters the stage's:
+ * then the stage and chunk themselves), whether it has transfers and
+ * their streams (descends), its fp8 GEMMs (amax_update); made once a
+ * build (c->sc.ckey).  Its first layer. */
+static int key_chunk(struct ctx *c, const struct shape *z, int s, int ch)
+{
+	const struct llm *m = &c->in->m;
+	size_t n = (size_t)z->p * (size_t)z->v, i = (size_t)s * (size_t)z->v + (size_t)ch, at;
+	const uint32_t *w;
+
+	if (c->sc.ckey_at.n != n) {
+		if (VEC_RESERVE(c->sc.ckey_at, n)) {
+			c->oom = 1;
+			return 0;
+		}
+		memset(c->sc.ckey_at.v, 0, n * sizeof(*c->sc.ckey_at.v));
+		c->sc.ckey_at.n = n;
+		c->sc.ckey.n = 0;
+	}
+	if (!c->sc.ckey_at.v[i]) {
+		int l0 = layout_chunk_first(m, &c->lay, s, ch);
+		int nl = layout_chunk_layers(m, &c->lay, s, ch);
+		int first = first_chunk_of(c, s, ch), last = last_chunk_of(c, z, s, ch), os, oc;
+		size_t k0 = c->sc.ckey.n;
+		ckey_put(c, (uint32_t)l0);
+		ckey_put(c, 0); /* its words' count, below */
+		ckey_put(c, (uint32_t)nl);
+		ckey_put(c, (uint32_t)(first | last << 1 | descends(c, ch) << 2));
+		if (first || last) {
+			ckey_put(c, (uint32_t)s);
+			ckey_put(c, (uint32_t)ch);
+		}
+		/* (The peers themselves only name the transfers' groups,
+		 * which the template moves: fold.c pg_move.) */
+		for (int d = -1; d <= 1; d += 2)
+			ckey_put(c, fwd_nb(c, z, s, ch, d, &os, &oc)
+					? 2u | (uint32_t)descends(c, oc)
+					: 0);
+		if (delayed_fp8(c)) {
+			double g = amax_gemms(c, s, ch, z);
+			uint64_t bits;
+			memcpy(&bits, &g, sizeof(bits));
+			ckey_put(c, (uint32_t)bits);
+			ckey_put(c, (uint32_t)(bits >> 32));
+		}
+		for (int l = l0; l < l0 + nl; l++) {
+			ckey_put(c, (uint32_t)(llm_layer_kind(m, l) | llm_is_moe_layer(m, l) << 8));
+			ckey_put(c, (uint32_t)llm_window(m, l));
+		}
+		if (c->oom)
+			return 0;
+		c->sc.ckey.v[k0 + 1] = (uint32_t)(c->sc.ckey.n - k0 - 2);
+		c->sc.ckey_at.v[i] = (uint32_t)k0 + 1;
+	}
+	at = c->sc.ckey_at.v[i] - 1;
+	w = c->sc.ckey.v + at;
+	for (uint32_t k = 0; k < w[1]; k++)
+		sf_key(c, w[2 + k]);
+	return (int)w[0];
+}
+
+/* The stage and chunk of the model chunk before chunk ch of stage s and
+ * of the one after, where a transfer reaches them (else -1), into q. */
+static void chunk_peers(const struct ctx *c, const struct shape *z, int s, int ch, int32_t q[4])
+{
+	int os, oc;
+	q[0] = q[1] = q[2] = q[3] = -1;
+	if (fwd_prev(c, z, s, ch, &os, &oc))
+		q[0] = os, q[1] = oc;
+	if (fwd_next(c, z, s, ch, &os, &oc))
+		q[2] = os, q[3] = oc;
+}
+
 /* One forward (fwd = 1) or backward unit of microbatch mb on chunk ch of
  * stage s (pass: a zero-bubble schedule's B or W, unit_bwd); dp_bucket:
  * issue the chunk's gradient collectives.  Folding (in->units): a unit
@@ -850,20 +931,29 @@ static void unit_marks(struct ctx *c, int r, size_t k0)
 static void unit(struct ctx *c, int s, int ch, int mb, int fwd, int dp_bucket, int pass,
 		 const struct shape *z)
 {
-	int r = s;
-	int nl = layout_chunk_layers(&c->in->m, &c->lay, s, ch);
-	/* W needs no weights: ZeRO-3's gathers are B's. */
-	int depth = pass == SL_PASS_W ? -1 : gather_depth(c, z, fwd, mb);
+	int r = s, depth;
 	struct issued *ids = NULL; /* the layers' gathers (the ctx's scratch) */
 	size_t slot = c->fo.fold ? sf_slot(c, z, s, ch, mb, fwd, dp_bucket, pass) : SIZE_MAX;
 	struct sf_start u;
+	struct sf_pos p = {ch, ch, 0, 0, {{0}}};
 
 	set_ann(c, r, -1, fwd ? PH_FORWARD : PH_BACKWARD, mb);
-	if (slot != SIZE_MAX && sf_reuse(c, slot, r, mb, mb)) {
+	/* (Where the slot is bound, its template's moves are known: p's
+	 * layer is read only by a slot's first unit.) */
+	if (slot != SIZE_MAX && !sf_bound(c, slot)) {
+		sf_key_start(c, slot);
+		p.l0 = p.lb0 = key_chunk(c, z, s, ch);
+		chunk_peers(c, z, s, ch, p.peer[0]);
+		memcpy(p.peer[1], p.peer[0], sizeof(p.peer[0]));
+	}
+	if (slot != SIZE_MAX && sf_reuse(c, slot, &p, r, mb, mb)) {
 		c->rk[r].layer = -1;
 		return;
 	}
+	/* W needs no weights: ZeRO-3's gathers are B's. */
+	depth = pass == SL_PASS_W ? -1 : gather_depth(c, z, fwd, mb);
 	if (depth >= 0 && !c->dry) {
+		int nl = layout_chunk_layers(&c->in->m, &c->lay, s, ch);
 		if (VEC_RESERVE(c->sc.gathers, (size_t)(nl > 0 ? nl : 1))) {
 			c->oom = 1;
 			return;
@@ -875,7 +965,7 @@ static void unit(struct ctx *c, int s, int ch, int mb, int fwd, int dp_bucket, i
 		unit_fwd(c, s, ch, z, depth, ids);
 	else
 		unit_bwd(c, s, ch, z, depth, ids, dp_bucket, pass);
-	if (sf_end(c, r, mb, mb, slot, &u))
+	if (sf_end(c, r, mb, mb, slot, &p, &u))
 		return;
 	unit_marks(c, r, u.k0);
 }
@@ -1075,13 +1165,24 @@ static void unit_pair(struct ctx *c, int s, int chf, int mbf, int chb, int mbb, 
 	struct side d[2] = {side_of(0, lb0, nb, mbb), side_of(1, lf0, nf, mbf)};
 	size_t slot = SIZE_MAX;
 	struct sf_start u;
+	struct sf_pos p = {hf ? chf : chb, hb ? chb : chf, hf ? lf0 : lb0, hb ? lb0 : lf0, {{0}}};
 
 	if (c->fo.fold)
 		slot = hf && hb ? sf_slot_pair(c, z, s, chf, mbf, chb, mbb, dp_bucket)
 		       : hf	? sf_slot(c, z, s, chf, mbf, 1, 0, SL_PASS_ALL)
 				: sf_slot(c, z, s, chb, mbb, 0, dp_bucket, SL_PASS_ALL);
 	set_ann(c, r, -1, hf ? PH_FORWARD : PH_BACKWARD, mb0);
-	if (slot != SIZE_MAX && sf_reuse(c, slot, r, mb0, hb ? mbb : mb0)) {
+	if (slot != SIZE_MAX && !sf_bound(c, slot)) {
+		sf_key_start(c, slot);
+		if (hf)
+			key_chunk(c, z, s, chf);
+		sf_key(c, NONE32); /* (the sides apart) */
+		if (hb)
+			key_chunk(c, z, s, chb);
+		chunk_peers(c, z, s, p.ch, p.peer[0]);
+		chunk_peers(c, z, s, p.chb, p.peer[1]);
+	}
+	if (slot != SIZE_MAX && sf_reuse(c, slot, &p, r, mb0, hb ? mbb : mb0)) {
 		c->rk[r].layer = -1;
 		return;
 	}
@@ -1139,7 +1240,7 @@ static void unit_pair(struct ctx *c, int s, int chf, int mbf, int chb, int mbb, 
 			pp_send(c, r, s, chb, z, 0);
 	}
 	c->rk[r].layer = -1;
-	if (sf_end(c, r, mb0, hb ? mbb : mb0, slot, &u))
+	if (sf_end(c, r, mb0, hb ? mbb : mb0, slot, &p, &u))
 		return;
 	unit_marks(c, r, u.k0);
 }

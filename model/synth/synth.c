@@ -342,6 +342,8 @@ void synth_tpl_free(struct synth_tpl *tpl)
 	VEC_FREE(tpl->copies);
 	VEC_FREE(tpl->gathers);
 	VEC_FREE(tpl->amax_gemms);
+	VEC_FREE(tpl->ckey_at);
+	VEC_FREE(tpl->ckey);
 	if (!tpl->out_lent) /* (else the output's holder frees them) */
 		room_free(&tpl->out);
 	free(tpl);
@@ -433,6 +435,8 @@ int synth_build_tpl(const struct synth_in *in, struct synth_tpl *tpl, struct gra
 		VEC_TAKE(c.sc.copies, tpl->copies);
 		VEC_TAKE(c.sc.gathers, tpl->gathers);
 		VEC_TAKE(c.sc.amax_gemms, tpl->amax_gemms);
+		VEC_TAKE(c.sc.ckey_at, tpl->ckey_at);
+		VEC_TAKE(c.sc.ckey, tpl->ckey);
 		/* The output's arrays: the thread's, unless the last output
 		 * still holds them (then they are its holder's, forgotten). */
 		if (tpl->out_lent)
@@ -525,6 +529,8 @@ done:
 		VEC_TAKE(tpl->copies, c.sc.copies);
 		VEC_TAKE(tpl->gathers, c.sc.gathers);
 		VEC_TAKE(tpl->amax_gemms, c.sc.amax_gemms);
+		VEC_TAKE(tpl->ckey_at, c.sc.ckey_at);
+		VEC_TAKE(tpl->ckey, c.sc.ckey);
 		/* The output's arrays, lent with it where it was made. */
 		tpl->out = c.ro;
 		tpl->out_lent = rc == 0;
@@ -540,5 +546,7 @@ done:
 	VEC_FREE(c.sc.copies);
 	VEC_FREE(c.sc.gathers);
 	VEC_FREE(c.sc.amax_gemms);
+	VEC_FREE(c.sc.ckey_at);
+	VEC_FREE(c.sc.ckey);
 	return rc;
 }

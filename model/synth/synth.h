@@ -101,6 +101,11 @@ struct synth_in {
 				  * simulation, below); 0: every kernel (the
 				  * reference, and what timelines and traces
 				  * need) */
+	int units_by_slot;		      /* 1: a unit template only for the
+				  * (stage, chunk) it was made at, not for
+				  * every unit of the same content (the
+				  * builds before content keys; tests hold
+				  * the two equal) */
 };
 
 /*

@@ -146,7 +146,7 @@ struct fstr {
 	uint32_t off, id;
 };
 
-/* A folded unit (found by its key in ctx.fo.findex): its tasks, edges (ids
+/* A folded unit (found by its content, fold.c): its tasks, edges (ids
  * relative to its first task), collectives (node relative; seq: their
  * (rank, pg) entry in ctx.em.seqs) and marks in ctx.fo's f* arrays. */
 struct ufold {
@@ -171,6 +171,45 @@ struct ufold {
 	uint32_t epoch, str0, n_str, seq0, n_seq, seq_n0;
 	int64_t corr_d;
 	struct fold_rank before, after;
+	/* Found by its content (fold.c, keys): its unit's key (ctx.fo.fkeys
+	 * from key0, its hash khash, the next template of its hash chain
+	 * knext), where it was made (rank; the chunk ch and, a merged
+	 * pair's, the backward's chb, else ch; their first layers l0, lb0),
+	 * the rank's streams with a task before it (mask0) and, of all, those
+	 * its unit read before launching on them (rmask: the template holds
+	 * wherever mask0 & rmask does), the process groups its unit used in their first use's order (ctx.fo.fpgs from
+	 * pg0; each collective's in ctx.fo.fcpg), and whether another
+	 * (stage, chunk) may repeat it (share: its names parse, no host
+	 * region open at its ends, no event wait pending at its start). */
+	uint32_t key0, n_key, khash, knext, pg0, n_pg, mask0, rmask;
+	int32_t rank, ch, chb, l0, lb0;
+	uint8_t share;
+};
+
+/* Where a unit of a template's kind stands (fold.c): its chunk ch (a
+ * merged pair's forward; a lone backward's own) and first layer l0, a
+ * merged pair's backward chunk chb and first layer lb0 (else ch, l0),
+ * their transfers' peers. */
+struct sf_pos {
+	int32_t ch, chb, l0, lb0;
+	/* Per side (ch, chb): the stage and chunk of the model chunk before
+	 * and of the one after, where a transfer reaches them (else -1). */
+	int32_t peer[2][4];
+};
+
+/* A (stage, chunk, flags) slot's template in this build (ctx.fo.fbind):
+ * the build (epoch; another: not yet used in this one), the template
+ * (NONE32: none, FOLD_NEVER: cannot be folded), what its tasks move by
+ * here (processors, layers forward and backward) and its process groups'
+ * names and (rank, pg) sequence entries here (ctx.fo.fbmap from map0). */
+struct fbind {
+	uint32_t epoch, t, map0;
+	uint32_t dproc;
+	int32_t dlf, dlb;
+};
+
+struct fbmap {
+	uint32_t pg, seq;
 };
 
 /* An event a unit's task waits for from before the unit: the last task of
@@ -297,6 +336,11 @@ struct sched_state {
 	 * first use; -1: not yet) for its amax reductions (step.c
 	 * amax_update; stage x v + chunk). */
 	VEC(double) amax_gemms;
+	/* Each (stage, chunk)'s part of a unit's key (step.c key_chunk,
+	 * made on first use): offset + 1 in ckey (0: not yet), where its
+	 * first layer, its words' count and its words follow. */
+	VEC(uint32_t) ckey_at;
+	VEC(uint32_t) ckey;
 };
 
 /* Folded units (in->units): templates and their parts, the marks of the
@@ -315,8 +359,21 @@ struct fold_state {
 	VEC(struct fseg) fsegs;		    /* scratch: its runs of compute kernels */
 	VEC(int64_t) fgates;		    /* scratch: its host offsets that gate launches */
 	VEC(uint32_t) fside;		    /* scratch: its side lanes' tasks, in order */
-	VEC(uint32_t) findex;		    /* per (stage, chunk, flags): its template, or NONE32 */
-	uint32_t n_fold;		    /* the name of a unit task */
+	VEC(struct fbind) fbind;	    /* per (stage, chunk, flags): its template here */
+	VEC(struct fbmap) fbmap;	    /* the bindings' process groups */
+	VEC(uint32_t) fkeys;		    /* the templates' content keys */
+	VEC(uint32_t) fktab;		    /* by key hash: a template + 1, or 0 */
+	VEC(uint32_t) fpgs;		    /* the templates' process groups */
+	VEC(uint8_t) fprole;		    /* and what each names (fold.c PG_*) */
+	VEC(uint32_t) fcpg;		    /* per template collective: its group's index */
+	VEC(uint32_t) ukey;		    /* the key of the unit at hand (sf_key) */
+	VEC(uint32_t) rec_pgs;		    /* the groups the unit being built used */
+	/* The streams the unit being built launched on (a bit each), and
+	 * those whose task before it it read (se_last). */
+	uint32_t rec_written, rec_read;
+	VEC(uint32_t) seqtab; /* c->em.seqs by (rank, pg): index + 1, or 0 */
+	size_t seq_hashed;    /* of c->em.seqs, the entries in seqtab */
+	uint32_t n_fold;      /* the name of a unit task */
 	/* Carried from build to build (synth_build_tpl): this build's
 	 * number, templates made or adopted in it, the strings the unit being
 	 * built interns (rec: recording them), the templates' strings and
@@ -420,6 +477,7 @@ struct synth_tpl {
 	VEC(struct oprec) ops;
 	VEC(struct issued) copies, gathers;
 	VEC(double) amax_gemms;
+	VEC(uint32_t) ckey_at, ckey;
 	/* The output's arrays (out_lent: the last build's output holds them
 	 * until synth_tpl_recycle_out gives them back). */
 	struct out_room out;
@@ -535,6 +593,16 @@ int se_failed(struct ctx *c);
 static inline int32_t se_iter(const struct ctx *c, int r)
 {
 	return c->sc.step * c->in->lay.pp + r;
+}
+
+/* Rank r's last task on stream st as a unit's build reads it: where the
+ * unit being folded has launched nothing there yet, its template depends
+ * on whether the stream had a task before it (fold.c, rec_read). */
+static inline uint32_t se_last(struct ctx *c, int r, int st)
+{
+	if (c->fo.rec && !(c->fo.rec_written >> st & 1u))
+		c->fo.rec_read |= 1u << st;
+	return c->rk[r].last[st];
 }
 
 /* What an op's record is made from: fmt writes its name, dims and types
@@ -660,9 +728,9 @@ void sl_cp_inner(const struct shape *z, int a, struct shape *o);
 
 /* ---- fold.c: folded units ------------------------------------------- */
 
-/* The index of a unit's template in c->fo.findex (made on first use), or
- * SIZE_MAX when out of memory; pass: the unit's SL_PASS_* (a zero-bubble
- * schedule's B or W, or a whole backward). */
+/* The index of a unit's slot (stage, chunk, flags) in c->fo.fbind
+ * (made on first use), or SIZE_MAX when out of memory; pass: the unit's
+ * SL_PASS_* (a zero-bubble schedule's B or W, or a whole backward). */
 size_t sf_slot(struct ctx *c, const struct shape *z, int s, int ch, int mb, int fwd, int bucket,
 	       int pass);
 
@@ -672,17 +740,30 @@ size_t sf_slot(struct ctx *c, const struct shape *z, int s, int ch, int mb, int 
 size_t sf_slot_pair(struct ctx *c, const struct shape *z, int s, int chf, int mbf, int chb, int mbb,
 		    int bucket);
 
+/* Whether slot's unit has been met in this build (its template, if any,
+ * known); where not, the caller states the unit's content first:
+ * sf_key_start, then sf_key for each word of what its build reads of its
+ * (stage, chunk) besides the rank's names (step.c key_chunk). */
+int sf_bound(const struct ctx *c, size_t slot);
+void sf_key_start(struct ctx *c, size_t slot);
+void sf_key(struct ctx *c, uint32_t w);
+
 /* Where a unit starts (sf_begin), for sf_end. */
 struct sf_start {
 	size_t k0, e0, c0, w0; /* tasks, edges, collectives, event waits before it */
+	size_t pend0;	       /* event waits pending at its start */
 	uint32_t last0[S_N];   /* each stream's last task before it */
 	struct ufold t;	       /* its template as far as it is known */
 };
 
-/* Repeat slot's template as rank r's next unit (microbatch mb; a merged
- * pair's backward mbb, else mbb = mb) where one is made and holds here:
- * 1, or 0 when the unit is to be built. */
-int sf_reuse(struct ctx *c, size_t slot, int r, int32_t mb, int32_t mbb);
+/* Repeat slot's template as rank r's next unit (at p; microbatch mb; a
+ * merged pair's backward mbb, else mbb = mb) where one is made and holds
+ * here: 1, or 0 when the unit is to be built.  The slot's first unit in a
+ * build takes the template of a unit of the same content (its key) made
+ * at any slot, its processors, layers and process groups moved here, as
+ * if built (its strings interned, its sequence entries and correlation
+ * ids taken, the rank's state left as it leaves it). */
+int sf_reuse(struct ctx *c, size_t slot, const struct sf_pos *p, int r, int32_t mb, int32_t mbb);
 
 /* Before rank r's unit is built. */
 void sf_begin(struct ctx *c, int r, struct sf_start *u);
@@ -691,7 +772,8 @@ void sf_begin(struct ctx *c, int r, struct sf_start *u);
  * fold the unit into one, take the unit back and repeat the template: 1
  * (also when out of memory, c->oom set), or 0 when the unit stays as
  * built. */
-int sf_end(struct ctx *c, int r, int32_t mb, int32_t mbb, size_t slot, const struct sf_start *u);
+int sf_end(struct ctx *c, int r, int32_t mb, int32_t mbb, size_t slot, const struct sf_pos *p,
+	   const struct sf_start *u);
 
 /* Free c->fo. */
 void sf_release(struct ctx *c);
