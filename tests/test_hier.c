@@ -1863,6 +1863,102 @@ static void test_carried_templates(void **state)
 	synth_tpl_free(tpl);
 }
 
+/* Settling's memory (settle_synth_sim's sim and settle_scratch) and a
+ * build's output arrays (synth_tpl_recycle_out) kept from graph to graph,
+ * as a search thread keeps them: each graph settled through them equals
+ * the one built and settled with memory of its own -- the graph task for
+ * task, its output, every figure of settle_out bit for bit -- whatever
+ * they held before.  The layouts differ in size both ways (the arrays
+ * shrink and grow: what a kept array held must not leak into a smaller
+ * graph's) and reach each part of the breakdown (ZeRO's copies beside
+ * communication, cp 2's pairs' side lanes, MoE); they run forward,
+ * backward and each twice in a row. */
+static void test_settle_scratch_reused(void **state)
+{
+	static const struct {
+		int tp, pp, dp, zero, sp, cp, experts, ep, m;
+	} cases[] = {
+	    {2, 2, 2, 1, 1, 1, 0, 1, 8},  {1, 4, 1, 0, 0, 1, 0, 1, 12}, {2, 2, 4, 3, 1, 1, 0, 1, 6},
+	    {2, 2, 2, 1, 1, 2, 0, 1, 6},  {1, 2, 4, 1, 0, 1, 8, 4, 6},	{1, 1, 2, 0, 0, 1, 0, 1, 2},
+	    {2, 4, 2, 2, 1, 1, 0, 1, 16},
+	};
+	enum { N = sizeof(cases) / sizeof(cases[0]) };
+	static const int orders[3][2 * N + 1] = {
+	    {0, 1, 2, 3, 4, 5, 6, -1},
+	    {6, 5, 4, 3, 2, 1, 0, -1},
+	    {0, 0, 3, 3, 1, 1, 6, 6, 5, 5, 2, 2, 4, 4, -1},
+	};
+	struct run ref[N];
+	struct synth_in in[N];
+	struct synth_tpl *tpl = synth_tpl_new();
+	struct sim *sm = sim_new(NULL);
+	struct settle_scratch *sc = settle_scratch_new();
+	int runs = 0, side = 0, copies = 0;
+	(void)state;
+	assert_non_null(tpl);
+	assert_non_null(sm);
+	assert_non_null(sc);
+	for (int i = 0; i < N; i++) {
+		small(&in[i]);
+		in[i].lay.tp = cases[i].tp;
+		in[i].lay.pp = cases[i].pp;
+		in[i].lay.dp = cases[i].dp;
+		in[i].lay.zero = cases[i].zero;
+		in[i].lay.sp = cases[i].sp;
+		in[i].lay.cp = cases[i].cp;
+		in[i].lay.microbatches = cases[i].m;
+		if (cases[i].experts) {
+			in[i].m.experts = cases[i].experts;
+			in[i].m.top_k = 2;
+			in[i].m.expert_ffn = 1024;
+			in[i].lay.ep = cases[i].ep;
+		}
+		in[i].units = 1;
+		in[i].steps = 2;
+		run_build(&in[i], 1, &ref[i]);
+		assert_true(ref[i].so.n_marks > 0); /* folded: fold_breakdown ran */
+		side += cases[i].cp > 1;
+		copies += cases[i].zero > 0;
+	}
+	for (int o = 0; o < 3; o++) {
+		for (int k = 0; orders[o][k] >= 0; k++) {
+			int i = orders[o][k];
+			struct prism_err err;
+			struct run a;
+			memset(&a, 0, sizeof(a));
+			prism_err_clear(&err);
+			synth_tpl_reset(tpl); /* as predict_eval's direct build */
+			if (synth_build_tpl(&in[i], tpl, &a.g, &a.so, &err) ||
+			    settle_synth_sim(sm, sc, a.g, &a.so, &a.st, &err)) {
+				print_error("%s\n", err.msg);
+				fail();
+			}
+			outs_equal(&a, &ref[i]);
+			assert_true(a.st.iter_s == ref[i].st.iter_s);
+			assert_true(a.st.bubble == ref[i].st.bubble);
+			assert_true(a.st.exposed_compute_s == ref[i].st.exposed_compute_s);
+			assert_true(a.st.exposed_comm_s == ref[i].st.exposed_comm_s);
+			assert_true(a.st.overlap_s == ref[i].st.overlap_s);
+			assert_true(a.st.idle_s == ref[i].st.idle_s);
+			assert_int_equal(a.st.launch_bound, ref[i].st.launch_bound);
+			/* and the rest (busy time, launch-bound stages, the pass):
+			 * both zeroed before filled, padding too */
+			assert_memory_equal(&a.st, &ref[i].st, sizeof(a.st));
+			synth_tpl_recycle(tpl, a.g);
+			synth_tpl_recycle_out(tpl, &a.so);
+			assert_null(a.so.waits); /* taken back, not freed */
+			runs++;
+		}
+	}
+	assert_int_equal(runs, 3 * N + N);
+	assert_true(side > 0 && copies > 0);
+	for (int i = 0; i < N; i++)
+		run_free(&ref[i]);
+	settle_scratch_free(sc);
+	sim_free(sm);
+	synth_tpl_free(tpl);
+}
+
 /* One input built folded, templates by content (by_slot 0) or one per
  * (stage, chunk) slot (1), settled, into r. */
 static void build_keyed(const struct synth_in *in, int by_slot, struct run *r)
@@ -2408,6 +2504,7 @@ int main(void)
 	    cmocka_unit_test(test_carried_templates),
 	    cmocka_unit_test(test_templates_by_content),
 	    cmocka_unit_test(test_template_count),
+	    cmocka_unit_test(test_settle_scratch_reused),
 	    cmocka_unit_test(test_scratch_reused),
 	};
 	return cmocka_run_group_tests(tests, setup, NULL);

@@ -565,6 +565,12 @@ void synth_tpl_reset(struct synth_tpl *tpl);
 void synth_tpl_recycle(struct synth_tpl *tpl, struct graph *g);
 int synth_build_tpl(const struct synth_in *in, struct synth_tpl *tpl, struct graph **out_g,
 		    struct synth_out *out, struct prism_err *err);
+/* so, the output of tpl's last build, done with: tpl keeps its arrays
+ * for the next build's output (emptied and filled again, as new ones
+ * would be), up to GW_KEEP_NODES entries each; synth_out_release(so)
+ * where it is not tpl's last (or tpl is NULL).  An output released
+ * instead, or still held at the next build, is its holder's as any. */
+void synth_tpl_recycle_out(struct synth_tpl *tpl, struct synth_out *so);
 
 /* The layout rules alone, the limits above and LLM_MAX_* first (so that
  * no rule divides by zero or overflows), and the graph's size: 0, or
