@@ -130,7 +130,7 @@ with tempfile.TemporaryDirectory() as d:
     # output side (the norm with the tied head's copy) one of its own, as
     # ZeRO-3 does: cut into 4 and 8 stages within 0.15 % of synth
     # (-0.104, -0.086 %; -0.088, -0.048 % before the embedding's own
-    # kernels, docs/MODEL.md "Kernels of a step", 12 a microbatch on stage
+    # kernels, docs/MODEL.md "The embedding's own kernels", 12 a microbatch on stage
     # 0, which the cut keeps where the trace ran them while synth's stage 0
     # runs them beside its two layers: 4 and 18 us of the gap, not found in
     # the time; within 0.1 % until then; docs/VALIDATION.md: -0.04, -0.05 %

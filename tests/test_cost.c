@@ -2461,7 +2461,7 @@ static void test_analytic_small(void **state)
 	 * run beside its weight gradients) outlasts its host's launches of it,
 	 * 699.60 us, so fill and drain were the stage's GPU side, 2,052.94 us
 	 * (the embedding's all-reduce in its forward share).  The embedding's
-	 * own kernels (docs/MODEL.md, "Kernels of a step") add 74.71104 us to
+	 * own kernels (docs/MODEL.md, "The embedding's own kernels") add 74.71104 us to
 	 * that GPU side (the bytes below, under graphs) and 5 launches to the
 	 * forward's host, 699.60 + 5 x 26.6 = 832.60 us, now past the forward
 	 * share (753.59 + 19.92 us: the forward's 19 MiB of them), so the fill
@@ -2478,7 +2478,7 @@ static void test_analytic_small(void **state)
 	 * half a transfer each way: the 4 slots lose 41.94304 us each, the
 	 * bubble stage 0's (without its transfers, split as its forward and
 	 * backward, and the transfers), its fill at its host's pace as above
-	 * (the embedding's five launches: docs/MODEL.md, "Kernels of a step";
+	 * (the embedding's five launches: docs/MODEL.md, "The embedding's own kernels";
 	 * before them the bubble stayed the GPU side's, as without), 9.86 us
 	 * longer than without; the step 4 x 41.94304 us shorter less that. */
 	{

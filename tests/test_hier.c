@@ -1028,7 +1028,7 @@ static void test_cp_ring_flat(void **state)
  * The acceptance layout, GPT-3 175B (configs/models/gpt3-175b.cfg) on 512
  * H100 as TP8 PP8 DP8, 64 microbatches of one sequence, 1F1B: the full
  * simulation's iteration (5319.184 ms, prism synth --full; 5318.968 ms
- * before the embedding's own kernels, docs/MODEL.md "Kernels of a step":
+ * before the embedding's own kernels, docs/MODEL.md "The embedding's own kernels":
  * its position lookup and add, transpose copy and dropout, the dropout's
  * backward and each table's gradient copy and fill, 10 kernels a
  * microbatch on stage 0, 1,280 more in the 2 steps, the step 0.216 ms
@@ -1350,7 +1350,7 @@ static void test_extrapolate(void **state)
 	/* the last eight cases but GPipe's (declined, issue 38), the
 	 * interleaved one at 64 and the interleaved tp 2 sp one at 48
 	 * (declined from the output layer's gathers until the embedding's
-	 * own kernels, docs/MODEL.md "Kernels of a step", which took stage
+	 * own kernels, docs/MODEL.md "The embedding's own kernels", which took stage
 	 * 0's host further from the step's: taken again; the tp 4 sp 1F1B
 	 * one at 64, either, now declines) */
 	assert_int_equal(past_half, 8);
@@ -1456,7 +1456,7 @@ static void test_extrapolate_gpipe(void **state)
 	     * reduction and gradient gather and the loss's three all-
 	     * reduces over tp, issue 33: the step 827.888 -> 853.036 ms;
 	     * 231,111 us until the embedding's own kernels, docs/MODEL.md
-	     * "Kernels of a step": 12 a microbatch on stage 0, their GPU
+	     * "The embedding's own kernels": 12 a microbatch on stage 0, their GPU
 	     * time exposed, the step 853.036 -> 853.227 ms) */
 	    {"gpt-small", 2, 2, 1, 2, LAYOUT_DP_FSDP, 160, LAYOUT_RECOMPUTE_NONE, 1, 1, 245014},
 	    /* (116,907 us until the backward's all-reduces ran beside the

@@ -5421,7 +5421,7 @@ static void test_embed_kernels(void **state)
  * units are the GPU's with the eager embedding's launches (at s 1792: its
  * 12 kernels' 319 us of launches outlast its GPU time, so the slot is the
  * compute and about 100 us of them, below the compute and all of them;
- * before the embedding's own kernels, docs/MODEL.md "Kernels of a step",
+ * before the embedding's own kernels, docs/MODEL.md "The embedding's own kernels",
  * the slot was the compute) and the optimizer's launches, begun while the
  * GPU still runs the backward, set the step's end.  (At s 2048,
  * once H100's elementwise floor rose to 1.270 us, the GPU side with its

@@ -373,7 +373,7 @@ static double bucket_s(const struct analytic_in *in, const struct terms *T, doub
  * where longer, as the slot's bwd); with one, stage 0's last backward
  * follows the next stage's (pipe_ends's drain), its host long since
  * ahead, so at its GPU's pace.  (The host's alone until the embedding's
- * own kernels, docs/MODEL.md "Kernels of a step": at pp 2 its 12 launches
+ * own kernels, docs/MODEL.md "The embedding's own kernels": at pp 2 its 12 launches
  * took 0.16 ms of the reductions' exposure that the simulated step keeps,
  * test_pipe_ends.) */
 static double emb_tail(const struct analytic_in *in, const struct terms *T)
