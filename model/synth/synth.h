@@ -170,9 +170,11 @@ void synth_kind_layer_host(const struct synth_in *in, int k, double *fwd_s, doub
 /* Host time of stage 0's embedding and of the last stage's final norm,
  * logits and loss, forward and backward, one microbatch (eager whatever
  * lay.exec: no layer's region holds them); the GPU's is
- * synth_extra_times'. */
+ * synth_extra_times', the embedding's backward alone in emb_bwd_gpu_s
+ * (where the step's last backward runs at its GPU's pace: grad_chain). */
 struct synth_extra_host {
 	double emb_fwd_s, emb_bwd_s, head_fwd_s, head_bwd_s;
+	double emb_bwd_gpu_s;
 };
 void synth_extra_host(const struct synth_in *in, struct synth_extra_host *h);
 
