@@ -56,6 +56,16 @@ static void dry_unit(struct ctx *c, struct rankst *rk, const struct synth_in *in
 		sl_shape(in, z);
 }
 
+/* A dry forward timing its tensor-parallel collectives (dry_comm), the
+ * group within an NVLink domain as synth_build places it. */
+static void dry_tp_unit(struct ctx *c, struct rankst *rk, const struct synth_in *in,
+			struct shape *z)
+{
+	dry_unit(c, rk, in, PH_FORWARD, -1, z);
+	c->dry_comm = 1;
+	z->tp_per_node = in->lay.tp;
+}
+
 /* The kernel model's time of the embedding's forward and backward (*emb)
  * and of the head's and loss's (*head), one microbatch. */
 void synth_extra_times(const struct synth_in *in, double *emb, double *head)
@@ -81,9 +91,7 @@ void synth_extra_tp_s(const struct synth_in *in, double emb_s[2], double *head_s
 	struct rankst rk;
 	struct shape z;
 
-	dry_unit(&c, &rk, in, PH_FORWARD, -1, &z);
-	c.dry_comm = 1;
-	z.tp_per_node = in->lay.tp; /* within an NVLink domain (synth_build's) */
+	dry_tp_unit(&c, &rk, in, &z);
 	sl_embed_fwd(&c, 0, &z);
 	emb_s[0] = c.dry_comm_s;
 	rk.phase = PH_BACKWARD;
@@ -159,9 +167,7 @@ double synth_layer_tp_s(const struct synth_in *in, double *fwd_s)
 	struct rankst rk;
 	struct shape z;
 
-	dry_unit(&c, &rk, in, PH_FORWARD, -1, &z);
-	c.dry_comm = 1;
-	z.tp_per_node = in->lay.tp; /* within an NVLink domain (synth_build's) */
+	dry_tp_unit(&c, &rk, in, &z);
 	/* each rank's s / cp tokens, context parallelism's own collectives
 	 * left out: the estimate's context-parallel term (cp_terms) */
 	z.cp = 1;
