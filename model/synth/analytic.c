@@ -368,6 +368,22 @@ static double bucket_s(const struct analytic_in *in, const struct terms *T, doub
  * backward, whatever the backward's length (the estimate hid every
  * reduction behind 2/3 of the last microbatch's compute: gpt-small at dp
  * 2, 1.20 ms short under ZeRO-0, 0.61 ms of the 0.84 under ZeRO-1). */
+/* How long stage 0's embedding backward keeps the last backward going
+ * after the first layer's gradients are in: without a pipeline at the
+ * pace of a unit (the host's launches of its kernels, or its GPU time
+ * where longer, as the slot's bwd); with one, stage 0's last backward
+ * follows the next stage's (pipe_ends's drain), its host long since
+ * ahead, so at its GPU's pace.  (The host's alone until the embedding's
+ * own kernels, docs/MODEL.md "The embedding's own kernels": at pp 2 its 12 launches
+ * took 0.16 ms of the reductions' exposure that the simulated step keeps,
+ * test_pipe_ends.) */
+static double emb_tail(const struct analytic_in *in, const struct terms *T)
+{
+	if (in->lay.pp > 1)
+		return T->eh.emb_bwd_gpu_s;
+	return fmax(T->eh.emb_bwd_s, T->eh.emb_bwd_gpu_s);
+}
+
 static double grad_chain(const struct analytic_in *in, const struct terms *T, int s,
 			 const struct stage_est *e, double lp)
 {
@@ -375,7 +391,7 @@ static double grad_chain(const struct analytic_in *in, const struct terms *T, in
 	int v = layout_stage_chunks(&in->lay);
 	int n0 = v > 1 ? layout_chunk_layers(m, &T->lay, s, 0) : (int)e->n;
 	double first = 0, last = 0, cap = synth_bucket_params(&T->si), acc = 0, f = -1e30,
-	       tau = e->n > 0 ? e->bwd / e->n : 0, te = s == 0 ? T->eh.emb_bwd_s : 0, pl;
+	       tau = e->n > 0 ? e->bwd / e->n : 0, te = s == 0 ? emb_tail(in, T) : 0, pl;
 	if (!layout_lora(&in->lay, 0))
 		synth_extra_params(&T->si, s, &first, &last);
 	pl = e->n > 0 && e->P > first + last ? (e->P - first - last) / e->n : 0;

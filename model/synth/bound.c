@@ -108,9 +108,11 @@ void synth_extra_host(const struct synth_in *in, struct synth_extra_host *h)
 	c.dry_out = 1;
 	for (int i = 0; i < 4; i++) {
 		rk.phase = i % 2 ? PH_BACKWARD : PH_FORWARD;
-		c.dry_host_s = 0;
+		c.dry_host_s = c.dry_s = 0;
 		part[i](&c, 0, &z);
 		*out[i] = c.dry_host_s;
+		if (i == 1)
+			h->emb_bwd_gpu_s = c.dry_s;
 	}
 }
 

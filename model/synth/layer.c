@@ -2078,22 +2078,90 @@ static void embed_reduce_bwd(struct ctx *c, int r, const struct shape *z)
 		tp_coll(c, r, z, S_COMPUTE, GC_ALL_GATHER);
 }
 
+/*
+ * The rest of Megatron-LM's embedding forward after the word lookup and its
+ * reduction (LanguageModelEmbedding.forward, megatron/core/models/common/
+ * embeddings/language_model_embedding.py): with learned positions the
+ * position lookup (a torch.nn.Embedding: positions [b s] -> [b s h]) and its
+ * add to the words'; the [b s h] -> [s b h] transpose made contiguous (a
+ * copy; with sequence parallelism and no learned positions,
+ * reduce_scatter_embeddings, VocabParallelEmbedding makes the same copy
+ * before its reduce-scatter, so one either way, before or after
+ * embed_reduce: timed here, the same bytes); under sequence parallelism
+ * the rank's b s / t tokens cloned (clone_scatter_output_in_embedding,
+ * default on); the embedding dropout (hidden_dropout, as the layers' bias-
+ * dropout-adds: its mask one byte a value): 3 kernels (rope), 4 (+ the
+ * clone), 5 with learned positions, 6 with both.  Our H100 traces of
+ * gpt_bench.py's model show the position lookup and the add
+ * (`aten::embedding` twice, `aten::add`), in PyTorch's dropout-free [b s h]
+ * order.
+ */
+static void embed_fwd_rest(struct ctx *c, int r, const struct shape *z)
+{
+	double nh = z->b * z->s * z->h, sp = c->in->lay.sp ? z->t : 1;
+	if (!c->in->m.rope) {
+		sl_kernel(c, r, KC_EMBEDDING, "indexSelectLargeIndex (positions)", ew(nh, 1));
+		sl_kernel(c, r, KC_ELEMENTWISE, "vectorized_elementwise_kernel<add> (positions)",
+			  ew(nh, 2));
+	}
+	sl_kernel(c, r, KC_ELEMENTWISE, "elementwise_kernel<copy> (embedding transpose)",
+		  ew(nh, 1));
+	if (sp > 1)
+		sl_kernel(c, r, KC_ELEMENTWISE,
+			  "elementwise_kernel<copy> (embedding scatter clone)", ew(nh / sp, 1));
+	sl_kernel(c, r, KC_ELEMENTWISE, "fused_dropout_kernel (embedding)",
+		  ew(nh / sp, 1) + nh / sp);
+}
+
 /* The embedding's lookup forward and its gradient (stage 0). */
 void sl_embed_fwd(struct ctx *c, int r, const struct shape *z)
 {
 	sl_kernel(c, r, KC_EMBEDDING, "indexSelectLargeIndex", ew(z->b * z->s * z->h, 1));
 	embed_reduce(c, r, z);
+	embed_fwd_rest(c, r, z);
+}
+
+/*
+ * One embedding table's gradient before its scatter, as PyTorch computes it
+ * (embedding_dense_backward_cuda, aten/src/ATen/native/cuda/Embedding.cu):
+ * the incoming [b s h] gradient made contiguous (it arrives as the
+ * transpose's view: a copy), the [rows, h] gradient zero-filled (at::zeros:
+ * a fill, bf16 written); then the caller's scatter-add of each token's row
+ * (embedding_backward_feature_kernel; PyTorch's path up to 3072 tokens, past
+ * it a sort of the indices and segment sums, more and smaller kernels, not
+ * modelled: timed as the feature kernel).  Our H100 traces: `aten::zeros >
+ * aten::fill_` and the feature kernel under each `EmbeddingBackward0`, and
+ * `aten::contiguous` before the position table's.
+ */
+static void embed_table_bwd(struct ctx *c, int r, const struct shape *z, double rows)
+{
+	double nh = z->b * z->s * z->h;
+	sl_kernel(c, r, KC_ELEMENTWISE, "elementwise_kernel<copy> (embedding gradient)", ew(nh, 1));
+	sl_kernel(c, r, KC_ELEMENTWISE, "vectorized_elementwise_kernel<fill> (embedding gradient)",
+		  ew(rows * z->h, 0));
 }
 
 void sl_embed_bwd(struct ctx *c, int r, const struct shape *z)
 {
+	double nh = z->b * z->s * z->h, sp = c->in->lay.sp ? z->t : 1;
 	/* LoRA: the embedding is frozen and nothing before it needs a
 	 * gradient; autograd runs none of its backward. */
 	if (frozen(c))
 		return;
+	/* The dropout's (as the layers': the gradient and the mask read, on
+	 * the rank's tokens), the reduction's backward, then with learned
+	 * positions the position table's gradient (its rows the sequence's),
+	 * then the word table's (V / t rows): 4 kernels, 7 with positions. */
+	sl_kernel(c, r, KC_ELEMENTWISE, "masked_scale_kernel_dropout_backward (embedding)",
+		  ew(nh / sp, 1) + nh / sp);
 	embed_reduce_bwd(c, r, z);
-	sl_kernel(c, r, KC_EMBEDDING, "embedding_backward_feature_kernel",
-		  ew(z->b * z->s * z->h, 2));
+	if (!c->in->m.rope) {
+		embed_table_bwd(c, r, z, z->s);
+		sl_kernel(c, r, KC_EMBEDDING, "embedding_backward_feature_kernel (positions)",
+			  ew(nh, 2));
+	}
+	embed_table_bwd(c, r, z, z->V / z->t);
+	sl_kernel(c, r, KC_EMBEDDING, "embedding_backward_feature_kernel", ew(nh, 2));
 	/* Tied on one stage: one gradient, added with the head's. */
 	if (c->in->m.untied || c->in->lay.pp > 1)
 		acc_add(c, r, z->V / z->t * z->h);

@@ -233,6 +233,12 @@ static int take_out(struct ctx *c, uint32_t n_tasks, struct synth_out *out)
 	out->n_units = c->sc.unit_first.n;
 	out->unit_first = c->sc.unit_first.v;
 	out->unit_last = c->sc.unit_last.v;
+	if (c->ro_keep) { /* the thread's arrays, lent with out */
+		VEC_TAKE(c->ro.step_first, c->sc.step_first);
+		VEC_TAKE(c->ro.step_last, c->sc.step_last);
+		VEC_TAKE(c->ro.unit_first, c->sc.unit_first);
+		VEC_TAKE(c->ro.unit_last, c->sc.unit_last);
+	}
 	memset(&c->sc.step_first, 0, sizeof(c->sc.step_first));
 	memset(&c->sc.step_last, 0, sizeof(c->sc.step_last));
 	memset(&c->sc.unit_first, 0, sizeof(c->sc.unit_first));
@@ -255,7 +261,10 @@ static int take_out(struct ctx *c, uint32_t n_tasks, struct synth_out *out)
 	out->n_unit_kinds = c->fo.kinds;
 	out->n_unit_kinds_carried = c->fo.carried;
 	if (c->fo.marks.n) {
-		out->marks = prism_malloc(c->fo.marks.n * sizeof(*out->marks));
+		if (c->ro_keep)
+			out->marks = VEC_RESERVE(c->ro.marks, c->fo.marks.n) ? NULL : c->ro.marks.v;
+		else
+			out->marks = prism_malloc(c->fo.marks.n * sizeof(*out->marks));
 		if (!out->marks)
 			return PRISM_ENOMEM;
 		for (size_t i = 0; i < c->fo.marks.n; i++) {
@@ -266,8 +275,11 @@ static int take_out(struct ctx *c, uint32_t n_tasks, struct synth_out *out)
 		out->n_marks = c->fo.marks.n;
 		out->n_kerns = c->fo.fkerns.n;
 		if (c->fo.carry) { /* the templates' own, kept for the next build */
-			out->kerns = prism_malloc((c->fo.fkerns.n ? c->fo.fkerns.n : 1) *
-						  sizeof(*out->kerns));
+			size_t nk = c->fo.fkerns.n ? c->fo.fkerns.n : 1;
+			if (c->ro_keep)
+				out->kerns = VEC_RESERVE(c->ro.kerns, nk) ? NULL : c->ro.kerns.v;
+			else
+				out->kerns = prism_malloc(nk * sizeof(*out->kerns));
 			if (!out->kerns)
 				return PRISM_ENOMEM;
 			memcpy(out->kerns, c->fo.fkerns.v, c->fo.fkerns.n * sizeof(*out->kerns));
@@ -277,7 +289,13 @@ static int take_out(struct ctx *c, uint32_t n_tasks, struct synth_out *out)
 		}
 	}
 	out->n_waits = (uint32_t)c->em.waits.n;
-	out->waits = prism_malloc((c->em.waits.n ? c->em.waits.n : 1) * sizeof(*out->waits));
+	if (c->ro_keep)
+		out->waits = VEC_RESERVE(c->ro.waits, c->em.waits.n ? c->em.waits.n : 1)
+				 ? NULL
+				 : c->ro.waits.v;
+	else
+		out->waits =
+		    prism_malloc((c->em.waits.n ? c->em.waits.n : 1) * sizeof(*out->waits));
 	if (!out->waits)
 		return PRISM_ENOMEM;
 	for (size_t i = 0; i < c->em.waits.n; i++) {
@@ -287,6 +305,18 @@ static int take_out(struct ctx *c, uint32_t n_tasks, struct synth_out *out)
 		out->waits[i].on_stream = c->em.waits.v[i].on_proc;
 	}
 	return 0;
+}
+
+/* ro's arrays freed. */
+static void room_free(struct out_room *ro)
+{
+	VEC_FREE(ro->step_first);
+	VEC_FREE(ro->step_last);
+	VEC_FREE(ro->unit_first);
+	VEC_FREE(ro->unit_last);
+	VEC_FREE(ro->marks);
+	VEC_FREE(ro->kerns);
+	VEC_FREE(ro->waits);
 }
 
 struct synth_tpl *synth_tpl_new(void)
@@ -314,6 +344,8 @@ void synth_tpl_free(struct synth_tpl *tpl)
 	VEC_FREE(tpl->amax_gemms);
 	VEC_FREE(tpl->ckey_at);
 	VEC_FREE(tpl->ckey);
+	if (!tpl->out_lent) /* (else the output's holder frees them) */
+		room_free(&tpl->out);
 	free(tpl);
 }
 
@@ -323,6 +355,30 @@ void synth_tpl_recycle(struct synth_tpl *tpl, struct graph *g)
 		gw_recycle(&tpl->w, g);
 	else
 		graph_free(g);
+}
+
+/* vec's array freed where it has room for more than GW_KEEP_NODES. */
+#define ROOM_TRIM(vec)                                                                             \
+	do {                                                                                       \
+		if ((vec).cap > GW_KEEP_NODES)                                                     \
+			VEC_FREE(vec);                                                             \
+	} while (0)
+
+void synth_tpl_recycle_out(struct synth_tpl *tpl, struct synth_out *so)
+{
+	if (!tpl || !tpl->out_lent || !so->waits || so->waits != tpl->out.waits.v) {
+		synth_out_release(so);
+		return;
+	}
+	tpl->out_lent = 0;
+	ROOM_TRIM(tpl->out.step_first);
+	ROOM_TRIM(tpl->out.step_last);
+	ROOM_TRIM(tpl->out.unit_first);
+	ROOM_TRIM(tpl->out.unit_last);
+	ROOM_TRIM(tpl->out.marks);
+	ROOM_TRIM(tpl->out.kerns);
+	ROOM_TRIM(tpl->out.waits);
+	memset(so, 0, sizeof(*so));
 }
 
 void synth_tpl_reset(struct synth_tpl *tpl)
@@ -381,6 +437,18 @@ int synth_build_tpl(const struct synth_in *in, struct synth_tpl *tpl, struct gra
 		VEC_TAKE(c.sc.amax_gemms, tpl->amax_gemms);
 		VEC_TAKE(c.sc.ckey_at, tpl->ckey_at);
 		VEC_TAKE(c.sc.ckey, tpl->ckey);
+		/* The output's arrays: the thread's, unless the last output
+		 * still holds them (then they are its holder's, forgotten). */
+		if (tpl->out_lent)
+			memset(&tpl->out, 0, sizeof(tpl->out));
+		tpl->out_lent = 0;
+		c.ro = tpl->out;
+		memset(&tpl->out, 0, sizeof(tpl->out));
+		c.ro_keep = 1;
+		VEC_TAKE(c.sc.step_first, c.ro.step_first);
+		VEC_TAKE(c.sc.step_last, c.ro.step_last);
+		VEC_TAKE(c.sc.unit_first, c.ro.unit_first);
+		VEC_TAKE(c.sc.unit_last, c.ro.unit_last);
 	}
 	sl_shape(in, &z);
 	z.tp_per_node = in->lay.tp;
@@ -433,7 +501,10 @@ oom:
 				   GRAPH_MAX_TASKS);
 	else
 		rc = prism_err_set(err, PRISM_ENOMEM, "synth: out of memory");
-	synth_out_release(out);
+	if (c.ro_keep) /* its arrays are c.ro's (or c.sc's), kept below */
+		memset(out, 0, sizeof(*out));
+	else
+		synth_out_release(out);
 done:
 	graph_free(g);
 	if (tpl) {
@@ -460,6 +531,10 @@ done:
 		VEC_TAKE(tpl->amax_gemms, c.sc.amax_gemms);
 		VEC_TAKE(tpl->ckey_at, c.sc.ckey_at);
 		VEC_TAKE(tpl->ckey, c.sc.ckey);
+		/* The output's arrays, lent with it where it was made. */
+		tpl->out = c.ro;
+		tpl->out_lent = rc == 0;
+		memset(&c.ro, 0, sizeof(c.ro));
 	}
 	se_release(&c);
 	sf_release(&c);

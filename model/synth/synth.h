@@ -170,9 +170,11 @@ void synth_kind_layer_host(const struct synth_in *in, int k, double *fwd_s, doub
 /* Host time of stage 0's embedding and of the last stage's final norm,
  * logits and loss, forward and backward, one microbatch (eager whatever
  * lay.exec: no layer's region holds them); the GPU's is
- * synth_extra_times'. */
+ * synth_extra_times', the embedding's backward alone in emb_bwd_gpu_s
+ * (where the step's last backward runs at its GPU's pace: grad_chain). */
 struct synth_extra_host {
 	double emb_fwd_s, emb_bwd_s, head_fwd_s, head_bwd_s;
+	double emb_bwd_gpu_s;
 };
 void synth_extra_host(const struct synth_in *in, struct synth_extra_host *h);
 
@@ -566,6 +568,12 @@ void synth_tpl_reset(struct synth_tpl *tpl);
 void synth_tpl_recycle(struct synth_tpl *tpl, struct graph *g);
 int synth_build_tpl(const struct synth_in *in, struct synth_tpl *tpl, struct graph **out_g,
 		    struct synth_out *out, struct prism_err *err);
+/* so, the output of tpl's last build, done with: tpl keeps its arrays
+ * for the next build's output (emptied and filled again, as new ones
+ * would be), up to GW_KEEP_NODES entries each; synth_out_release(so)
+ * where it is not tpl's last (or tpl is NULL).  An output released
+ * instead, or still held at the next build, is its holder's as any. */
+void synth_tpl_recycle_out(struct synth_tpl *tpl, struct synth_out *so);
 
 /* The layout rules alone, the limits above and LLM_MAX_* first (so that
  * no rule divides by zero or overflows), and the graph's size: 0, or

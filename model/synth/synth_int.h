@@ -390,6 +390,16 @@ struct fold_state {
 	size_t units_folded, units_kept; /* units repeated from a template; built as they are */
 };
 
+/* A build's output arrays (synth_out's), kept by a synth_tpl between
+ * builds: lent with the output to the caller, handed back by
+ * synth_tpl_recycle_out. */
+struct out_room {
+	VEC(uint32_t) step_first, step_last, unit_first, unit_last;
+	VEC(struct synth_fold_mark) marks;
+	VEC(struct synth_fold_kern) kerns;
+	VEC(struct graph_wait) waits;
+};
+
 struct ctx {
 	const struct synth_in *in;     /* the run */
 	const struct hw_profile *hw;   /* in->hw as the run drives it: at the
@@ -438,11 +448,13 @@ struct ctx {
 				      * step.c side_step, sees whether it added one) */
 	struct se_sizes reserve;       /* se_init reserves these (0: its default) */
 	int em_kept;		       /* em.w is a thread's kept writer (gw_reset) */
-	struct se_sizes built;	       /* se_finish: what was staged */
-	struct emit_state em;	       /* the graph as built */
-	struct tally tally;	       /* what the build counted */
-	struct sched_state sc;	       /* the schedule's marks */
-	struct fold_state fo;	       /* folded units */
+	struct out_room ro;	       /* the output's arrays, a synth_tpl's (ro_keep) */
+	int ro_keep;
+	struct se_sizes built; /* se_finish: what was staged */
+	struct emit_state em;  /* the graph as built */
+	struct tally tally;    /* what the build counted */
+	struct sched_state sc; /* the schedule's marks */
+	struct fold_state fo;  /* folded units */
 };
 
 /* Templates carried from one build to the next of the same input but its
@@ -466,6 +478,10 @@ struct synth_tpl {
 	VEC(struct issued) copies, gathers;
 	VEC(double) amax_gemms;
 	VEC(uint32_t) ckey_at, ckey;
+	/* The output's arrays (out_lent: the last build's output holds them
+	 * until synth_tpl_recycle_out gives them back). */
+	struct out_room out;
+	int out_lent;
 };
 
 /* The layout as the kernels of one layer and the schedule need it. */

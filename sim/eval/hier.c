@@ -19,7 +19,7 @@ struct point {
 /* Simulate in at m microbatches, folded, the units' templates carried in
  * tpl from the points before (synth_build_tpl: the same graph). */
 static int point_run(const struct synth_in *in, int m, struct point *pt, struct synth_tpl *tpl,
-		     struct sim *sm, struct prism_err *err)
+		     struct sim *sm, struct settle_scratch *sc, struct prism_err *err)
 {
 	struct synth_in x = *in;
 	struct graph *g = NULL;
@@ -32,9 +32,9 @@ static int point_run(const struct synth_in *in, int m, struct point *pt, struct 
 	x.no_shapes = 1;
 	if ((rc = synth_build_tpl(&x, tpl, &g, &so, err)))
 		return rc;
-	if ((rc = settle_synth_sim(sm, g, &so, &pt->st, err))) {
+	if ((rc = settle_synth_sim(sm, sc, g, &so, &pt->st, err))) {
 		synth_tpl_recycle(tpl, g);
-		synth_out_release(&so);
+		synth_tpl_recycle_out(tpl, &so);
 		return rc;
 	}
 	memset(pt->host_ns, 0, sizeof(pt->host_ns));
@@ -55,7 +55,7 @@ static int point_run(const struct synth_in *in, int m, struct point *pt, struct 
 	pt->kdb_exact = so.kdb_exact;
 	pt->kdb_interpolated = so.kdb_interpolated;
 	synth_tpl_recycle(tpl, g); /* the next point's build fills it */
-	synth_out_release(&so);
+	synth_tpl_recycle_out(tpl, &so);
 	return rc;
 }
 
@@ -224,11 +224,11 @@ static int even_stages(const struct synth_in *in)
 
 int hier_extrapolate(const struct synth_in *in, struct hier_out *out, struct prism_err *err)
 {
-	return hier_extrapolate_tpl(in, NULL, NULL, out, err);
+	return hier_extrapolate_tpl(in, NULL, NULL, NULL, out, err);
 }
 
 int hier_extrapolate_tpl(const struct synth_in *in, struct synth_tpl *tpl, struct sim *sm,
-			 struct hier_out *out, struct prism_err *err)
+			 struct settle_scratch *sc, struct hier_out *out, struct prism_err *err)
 {
 	const struct layout *l = &in->lay;
 	int p = l->pp, m = l->microbatches, m0, c, rc, have = 0, host_slow;
@@ -310,7 +310,7 @@ int hier_extrapolate_tpl(const struct synth_in *in, struct synth_tpl *tpl, struc
 			continue;
 		}
 		for (int k = have; k < 3; k++)
-			if ((rc = point_run(in, m0 + k * c, &pt[k], tpl, sm, err)) != 0)
+			if ((rc = point_run(in, m0 + k * c, &pt[k], tpl, sm, sc, err)) != 0)
 				break;
 		if (rc || (rc = try_line(in, pt, m0, c, out, &host_slow)) != 0)
 			break;

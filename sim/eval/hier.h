@@ -74,10 +74,11 @@ int hier_extrapolate(const struct synth_in *in, struct hier_out *out, struct pri
 /* hier_extrapolate() with the points' templates in tpl (reset first,
  * synth_tpl_reset: a thread's, kept from candidate to candidate so that
  * none of its memory is allocated again); NULL: one of its own.  The
- * points simulated through sm (settle_synth_sim: a thread's, kept the
- * same way), or NULL: a simulator each. */
+ * points simulated through sm and settled in sc (settle_synth_sim: a
+ * thread's, kept the same way), or NULL: a simulator and memory each. */
 struct sim;
+struct settle_scratch;
 int hier_extrapolate_tpl(const struct synth_in *in, struct synth_tpl *tpl, struct sim *sm,
-			 struct hier_out *out, struct prism_err *err);
+			 struct settle_scratch *sc, struct hier_out *out, struct prism_err *err);
 
 #endif

@@ -66,14 +66,16 @@ static void settled(const struct synth_in *in, const struct settle_out *st, uint
 }
 
 struct predict_scratch {
-	struct synth_tpl *tpl; /* the folded units' templates */
-	struct sim *sm;	       /* the simulator, bound to each graph settled */
+	struct synth_tpl *tpl;	   /* the folded units' templates */
+	struct sim *sm;		   /* the simulator, bound to each graph settled */
+	struct settle_scratch *sc; /* settling's memory besides the simulator */
 };
 
 struct predict_scratch *predict_scratch_new(void)
 {
 	struct predict_scratch *s = prism_calloc(1, sizeof(*s));
-	if (s && (!(s->tpl = synth_tpl_new()) || !(s->sm = sim_new(NULL)))) {
+	if (s && (!(s->tpl = synth_tpl_new()) || !(s->sm = sim_new(NULL)) ||
+		  !(s->sc = settle_scratch_new()))) {
 		predict_scratch_free(s);
 		s = NULL;
 	}
@@ -86,6 +88,7 @@ void predict_scratch_free(struct predict_scratch *s)
 		return;
 	synth_tpl_free(s->tpl);
 	sim_free(s->sm);
+	settle_scratch_free(s->sc);
 	free(s);
 }
 
@@ -110,8 +113,8 @@ static int synth_scratch(const struct synth_in *in, struct predict_scratch *s,
 	if (built.units) {
 		/* Many microbatches: the line through a few (hier.h). */
 		struct hier_out h;
-		if ((rc = hier_extrapolate_tpl(&built, s ? s->tpl : NULL, s ? s->sm : NULL, &h,
-					       err)) < 0)
+		if ((rc = hier_extrapolate_tpl(&built, s ? s->tpl : NULL, s ? s->sm : NULL,
+					       s ? s->sc : NULL, &h, err)) < 0)
 			return rc;
 		if (rc == 1) {
 			settled(in, &h.st, h.tasks, h.kernels, h.kdb_exact, h.kdb_interpolated,
@@ -127,9 +130,9 @@ static int synth_scratch(const struct synth_in *in, struct predict_scratch *s,
 	}
 	if ((rc = synth_build_tpl(&built, tpl, &g, &so, err)))
 		return rc;
-	if ((rc = settle_synth_sim(s ? s->sm : NULL, g, &so, &st, err))) {
+	if ((rc = settle_synth_sim(s ? s->sm : NULL, s ? s->sc : NULL, g, &so, &st, err))) {
 		synth_tpl_recycle(tpl, g);
-		synth_out_release(&so);
+		synth_tpl_recycle_out(tpl, &so);
 		return rc;
 	}
 	settled(in, &st, so.tasks, so.kernels, so.kdb_exact, so.kdb_interpolated, out);
@@ -138,9 +141,9 @@ static int synth_scratch(const struct synth_in *in, struct predict_scratch *s,
 		g = NULL;
 	}
 	if (rc == 0 && keep_so)
-		*keep_so = so;
+		*keep_so = so; /* (the caller's: tpl forgets its arrays) */
 	else
-		synth_out_release(&so);
+		synth_tpl_recycle_out(tpl, &so);
 	synth_tpl_recycle(tpl, g); /* (NULL once kept) */
 	return rc;
 }

@@ -7,6 +7,7 @@
 
 #include "metrics.h"
 #include "sim.h"
+#include "vec.h"
 
 double settle_bubble(int stages, int64_t span_ns, const int64_t *busy_ns)
 {
@@ -21,31 +22,82 @@ struct ival {
 	int64_t a, b;
 };
 
-static int cmp_ival(const void *x, const void *y)
+struct ivec {
+	struct ival *v;
+	size_t n, cap;
+};
+
+/* What settling works in, kept from graph to graph (settle.h; zeroed:
+ * empty): the breakdown's unions (u, w, cm, mu, and tmp to sort them),
+ * the unit tasks' idle time inside (inner), the folded tasks
+ * (fold_tasks), the metrics' own.  Each use fills or zeroes what it reads,
+ * as a new allocation would be. */
+struct settle_scratch {
+	struct ivec u, w, cm, mu, tmp;
+	VEC(int64_t) inner;
+	VEC(struct sim_piece) pc;
+	VEC(struct sim_folded) ft;
+	VEC(uint8_t) done;
+	struct metrics_scratch *ms;
+};
+
+/* u[0..n) by start, tmp n of scratch: a natural merge sort (the input is
+ * each stream's tasks in their order, runs one after another). */
+static void sort_ivals(struct ival *u, struct ival *tmp, size_t n)
 {
-	const struct ival *p = x, *q = y;
-	return p->a < q->a ? -1 : p->a > q->a;
+	struct ival *src = u, *dst = tmp;
+	for (;;) {
+		size_t runs = 0, i = 0;
+		while (i < n) {
+			size_t m = i + 1, e, a, b, k = i;
+			while (m < n && src[m - 1].a <= src[m].a)
+				m++;
+			e = m < n ? m + 1 : m;
+			while (e < n && src[e - 1].a <= src[e].a)
+				e++;
+			for (a = i, b = m; a < m && b < e;)
+				dst[k++] = src[b].a < src[a].a ? src[b++] : src[a++];
+			while (a < m)
+				dst[k++] = src[a++];
+			while (b < e)
+				dst[k++] = src[b++];
+			runs++;
+			i = e;
+		}
+		if (runs <= 1) {
+			if (dst != u)
+				memcpy(u, dst, n * sizeof(*u));
+			return;
+		}
+		src = dst;
+		dst = dst == tmp ? u : tmp;
+	}
 }
 
-/* u[*n] sorted and merged into its union (*n intervals left).  The union
- * does not depend on the order of intervals of one start, so input already
- * in order (one stream's tasks, mostly) is not sorted again. */
-static void merge_ivals(struct ival *u, size_t *n)
+/* u sorted and merged into its union (tmp: scratch).  The union does not
+ * depend on the order of intervals of one start, so input already in
+ * order (one stream's tasks, mostly) is not sorted again.  0 or
+ * PRISM_ENOMEM. */
+static int merge_ivals(struct ivec *u, struct ivec *tmp)
 {
 	size_t m = 0, i = 1;
-	while (i < *n && u[i - 1].a <= u[i].a)
+	while (i < u->n && u->v[i - 1].a <= u->v[i].a)
 		i++;
-	if (i < *n)
-		qsort(u, *n, sizeof(*u), cmp_ival);
-	for (i = 0; i < *n; i++) {
-		if (m && u[i].a <= u[m - 1].b) {
-			if (u[i].b > u[m - 1].b)
-				u[m - 1].b = u[i].b;
+	if (i < u->n) {
+		if (VEC_RESERVE(*tmp, u->n))
+			return PRISM_ENOMEM;
+		sort_ivals(u->v, tmp->v, u->n);
+	}
+	for (i = 0; i < u->n; i++) {
+		if (m && u->v[i].a <= u->v[m - 1].b) {
+			if (u->v[i].b > u->v[m - 1].b)
+				u->v[m - 1].b = u->v[i].b;
 		} else {
-			u[m++] = u[i];
+			u->v[m++] = u->v[i];
 		}
 	}
-	*n = m;
+	u->n = m;
+	return 0;
 }
 
 /* The first of u (merged, sorted) that ends after x. */
@@ -74,11 +126,9 @@ static int64_t covered(const struct ival *u, size_t n, size_t *p, int64_t x, int
 	return c;
 }
 
-/* [x, y) clipped to [a, b) appended to *u (*n of *cap; grown by
- * doubling) where anything is left: 1 appended, 0 nothing left, -1 out of
- * memory (*u freed). */
-static int push_clipped(struct ival **u, size_t *n, size_t *cap, int64_t x, int64_t y, int64_t a,
-			int64_t b)
+/* [x, y) clipped to [a, b) appended to u where anything is left: 1
+ * appended, 0 nothing left, -1 out of memory. */
+static int push_clipped(struct ivec *u, int64_t x, int64_t y, int64_t a, int64_t b)
 {
 	if (x < a)
 		x = a;
@@ -86,18 +136,9 @@ static int push_clipped(struct ival **u, size_t *n, size_t *cap, int64_t x, int6
 		y = b;
 	if (x >= y)
 		return 0;
-	if (*n == *cap) {
-		size_t nc = *cap ? *cap * 2 : 256;
-		struct ival *nu = prism_realloc(*u, nc * sizeof(*nu));
-		if (!nu) {
-			free(*u);
-			*u = NULL;
-			return -1;
-		}
-		*u = nu;
-		*cap = nc;
-	}
-	(*u)[(*n)++] = (struct ival){x, y};
+	if (u->n == u->cap && vec_reserve_((void **)&u->v, &u->cap, u->n + 1, sizeof(*u->v)))
+		return -1;
+	u->v[u->n++] = (struct ival){x, y};
 	return 1;
 }
 
@@ -105,70 +146,63 @@ static int push_clipped(struct ival **u, size_t *n, size_t *cap, int64_t x, int6
  * processors other than comp, of kinds collectives and point-to-point
  * (comm 1) or every other kind (comm 0: what metrics.h counts as compute
  * there -- activation offloading's copies, the copy kernels DeepSpeed,
- * FSDP and FSDP2 run on the data-parallel stream): into *u (*n of them).  0 or PRISM_ENOMEM (*u
- * freed). */
+ * FSDP and FSDP2 run on the data-parallel stream): into u (emptied
+ * first; tmp scratch).  0 or PRISM_ENOMEM. */
 static int other_union(const struct sim *sm, uint32_t r, uint32_t comp, int64_t a, int64_t b,
-		       int comm, struct ival **u, size_t *n)
+		       int comm, struct ivec *u, struct ivec *tmp)
 {
 	const struct graph *g = sm->g;
-	size_t cap = 0;
-	*u = NULL;
-	*n = 0;
+	u->n = 0;
 	for (uint32_t p = 0; p < g->n_procs; p++) {
 		if (g->procs[p].rank != r || !g->procs[p].gpu || p == comp)
 			continue;
 		for (uint32_t v = g->procs[p].first; v < g->procs[p].first + g->procs[p].n; v++) {
 			int k = g->kind[v];
 			if ((k == GN_COLL || k == GN_P2P) == comm &&
-			    push_clipped(u, n, &cap, sm->start_ns[v], sm->end_ns[v], a, b) < 0)
+			    push_clipped(u, sm->start_ns[v], sm->end_ns[v], a, b) < 0)
 				return PRISM_ENOMEM;
 		}
 	}
-	merge_ivals(*u, n);
-	return 0;
+	return merge_ivals(u, tmp);
 }
 
 /* The pairs' side lanes (sim.h: the ring's transfers inside a unit task
  * of compute stream comp) in [a, b), as the sim ran them (sim.xstart,
- * xend), added to u (*n; merged and sorted again): the communication the
- * kernel-level run has on its side stream there.  0 or PRISM_ENOMEM (*u
- * freed). */
+ * xend), added to u (merged and sorted again; tmp scratch): the
+ * communication the kernel-level run has on its side stream there.  0 or
+ * PRISM_ENOMEM. */
 static int side_union(const struct sim *sm, const struct synth_out *so, uint32_t comp, int64_t a,
-		      int64_t b, struct ival **u, size_t *n)
+		      int64_t b, struct ivec *u, struct ivec *tmp)
 {
-	size_t cap = *n, add = 0;
+	size_t add = 0;
 	for (size_t i = 0; i < so->n_marks; i++) {
 		const struct synth_fold_mark *mk = &so->marks[i];
 		if (!mk->n_kern2 || sm->g->proc[mk->node] != comp)
 			continue;
 		for (uint32_t l = 0; l < mk->n_kern2; l++) {
 			size_t q = sm->xoff[i] + mk->n_kern + l;
-			int got = push_clipped(u, n, &cap, sm->xstart[q], sm->xend[q], a, b);
+			int got = push_clipped(u, sm->xstart[q], sm->xend[q], a, b);
 			if (got < 0)
 				return PRISM_ENOMEM;
 			add += (size_t)got;
 		}
 	}
-	if (add)
-		merge_ivals(*u, n);
-	return 0;
+	return add ? merge_ivals(u, tmp) : 0;
 }
 
-/* The intersection of merged sorted u[nu] and v[nv] into *w (*nw); 0 or
- * PRISM_ENOMEM. */
-static int meet(const struct ival *u, size_t nu, const struct ival *v, size_t nv, struct ival **w,
-		size_t *nw)
+/* The intersection of merged sorted u[nu] and v[nv] into w (emptied
+ * first); 0 or PRISM_ENOMEM. */
+static int meet(const struct ival *u, size_t nu, const struct ival *v, size_t nv, struct ivec *w)
 {
 	size_t i = 0, j = 0;
-	*nw = 0;
-	*w = prism_malloc((nu + nv + 1) * sizeof(**w));
-	if (!*w)
+	w->n = 0;
+	if (VEC_RESERVE(*w, nu + nv + 1))
 		return PRISM_ENOMEM;
 	while (i < nu && j < nv) {
 		int64_t x = u[i].a > v[j].a ? u[i].a : v[j].a,
 			y = u[i].b < v[j].b ? u[i].b : v[j].b;
 		if (x < y)
-			(*w)[(*nw)++] = (struct ival){x, y};
+			w->v[w->n++] = (struct ival){x, y};
 		if (u[i].b < v[j].b)
 			i++;
 		else
@@ -193,7 +227,8 @@ static int meet(const struct ival *u, size_t nu, const struct ival *v, size_t nv
  * exposed communication, beside a copy compute, beside both overlap,
  * alone idle (the figures of it are corrected).  0 or PRISM_ENOMEM.
  */
-static int fold_breakdown(const struct sim *sm, const struct synth_out *so, struct metrics_iter *it)
+static int fold_breakdown(const struct sim *sm, const struct synth_out *so, struct metrics_iter *it,
+			  struct settle_scratch *sc)
 {
 	const struct sim_piece_time *lg = sm->plog.v;
 	size_t nlg = sm->plog.n;
@@ -201,25 +236,28 @@ static int fold_breakdown(const struct sim *sm, const struct synth_out *so, stru
 	int64_t a = it->sim_start_ns, b = a + it->predicted_ns;
 	uint32_t comp = it->rank < (uint32_t)so->stages ? so->compute[it->rank] : UINT32_MAX;
 	int64_t d_overlap = 0, d_comm = 0, d_comp = 0, d_idle = 0;
-	struct ival *u = NULL, *cm = NULL, *mu = NULL, *w = NULL;
-	size_t n = 0, ncm = 0, nmu = 0, nw = 0;
+	const struct ival *u, *cm, *mu, *w;
+	size_t n, ncm, nmu, nw;
 
 	/* The unions of the rank's other communication and copies in the
 	 * window, and where they meet; w: the other communication with the
 	 * pairs' side lanes (the kernel-level run's side stream), what the
 	 * kernels inside are counted against (metrics.h counted the unit
 	 * tasks against u). */
-	if (other_union(sm, it->rank, comp, a, b, 1, &u, &n))
+	if (other_union(sm, it->rank, comp, a, b, 1, &sc->u, &sc->tmp) ||
+	    other_union(sm, it->rank, comp, a, b, 1, &sc->w, &sc->tmp) ||
+	    side_union(sm, so, comp, a, b, &sc->w, &sc->tmp) ||
+	    other_union(sm, it->rank, comp, a, b, 0, &sc->cm, &sc->tmp) ||
+	    meet(sc->w.v, sc->w.n, sc->cm.v, sc->cm.n, &sc->mu))
 		return PRISM_ENOMEM;
-	if (other_union(sm, it->rank, comp, a, b, 1, &w, &nw) ||
-	    side_union(sm, so, comp, a, b, &w, &nw) ||
-	    other_union(sm, it->rank, comp, a, b, 0, &cm, &ncm) ||
-	    meet(w, nw, cm, ncm, &mu, &nmu)) {
-		free(u);
-		free(w);
-		free(cm);
-		return PRISM_ENOMEM;
-	}
+	u = sc->u.v;
+	n = sc->u.n;
+	w = sc->w.v;
+	nw = sc->w.n;
+	cm = sc->cm.v;
+	ncm = sc->cm.n;
+	mu = sc->mu.v;
+	nmu = sc->mu.n;
 	for (size_t i = 0; i < so->n_marks; i++) {
 		const struct synth_fold_mark *mk = &so->marks[i];
 		uint32_t v = mk->node;
@@ -304,10 +342,6 @@ static int fold_breakdown(const struct sim *sm, const struct synth_out *so, stru
 		d_comm += (tin - tm) + (gU - gMU);
 		d_idle += ((y - x) - cin - tin) - gU - gM + gMU;
 	}
-	free(cm);
-	free(mu);
-	free(u);
-	free(w);
 	it->overlap_ns += d_overlap;
 	it->exposed_comm_ns += d_comm;
 	it->exposed_compute_ns += d_comp;
@@ -316,19 +350,22 @@ static int fold_breakdown(const struct sim *sm, const struct synth_out *so, stru
 }
 
 /* The unit tasks of so as the sim's folded tasks (sim.h), task i being
- * mark i; the pieces of a template are shared by its units. */
-static int fold_tasks(const struct synth_out *so, struct sim_fold *fo)
+ * mark i, in sc's arrays; the pieces of a template are shared by its
+ * units. */
+static int fold_tasks(const struct synth_out *so, struct sim_fold *fo, struct settle_scratch *sc)
 {
-	struct sim_piece *pc = prism_malloc((so->n_kerns ? so->n_kerns : 1) * sizeof(*pc));
-	struct sim_folded *ft = prism_malloc(so->n_marks * sizeof(*ft));
-	uint8_t *done = prism_calloc(so->n_kerns ? so->n_kerns : 1, 1);
+	size_t nk = so->n_kerns ? so->n_kerns : 1;
+	struct sim_piece *pc;
+	struct sim_folded *ft;
+	uint8_t *done;
 
-	if (!pc || !ft || !done) {
-		free(pc);
-		free(ft);
-		free(done);
+	if (VEC_RESERVE(sc->pc, nk) || VEC_RESERVE(sc->ft, so->n_marks) ||
+	    VEC_RESERVE(sc->done, nk))
 		return PRISM_ENOMEM;
-	}
+	pc = sc->pc.v;
+	ft = sc->ft.v;
+	done = sc->done.v;
+	memset(done, 0, nk);
 	for (size_t k = 0; k < so->n_kerns; k++) {
 		const struct synth_fold_kern *kk = &so->kerns[k];
 		memset(&pc[k], 0, sizeof(pc[k]));
@@ -351,18 +388,62 @@ static int fold_tasks(const struct synth_out *so, struct sim_fold *fo)
 			done[mk->kern0] = 1;
 		}
 	}
-	free(done);
 	fo->tasks = ft;
 	fo->n_tasks = (uint32_t)so->n_marks;
 	fo->pieces = pc;
 	return 0;
 }
 
-static void fold_tasks_free(struct sim_fold *fo)
+struct settle_scratch *settle_scratch_new(void)
 {
-	free((void *)fo->tasks);
-	free((void *)fo->pieces);
-	memset(fo, 0, sizeof(*fo));
+	return prism_calloc(1, sizeof(struct settle_scratch));
+}
+
+/* sc's arrays freed, sc left empty. */
+static void scratch_release(struct settle_scratch *sc)
+{
+	VEC_FREE(sc->u);
+	VEC_FREE(sc->w);
+	VEC_FREE(sc->cm);
+	VEC_FREE(sc->mu);
+	VEC_FREE(sc->tmp);
+	VEC_FREE(sc->inner);
+	VEC_FREE(sc->pc);
+	VEC_FREE(sc->ft);
+	VEC_FREE(sc->done);
+	metrics_scratch_free(sc->ms);
+	sc->ms = NULL;
+}
+
+void settle_scratch_free(struct settle_scratch *sc)
+{
+	if (!sc)
+		return;
+	scratch_release(sc);
+	free(sc);
+}
+
+#define TRIM(vec)                                                                                  \
+	do {                                                                                       \
+		if ((vec).cap > SETTLE_KEEP)                                                       \
+			VEC_FREE(vec);                                                             \
+	} while (0)
+
+/* sc after a graph: any array with room for more than SETTLE_KEEP
+ * entries freed. */
+static void scratch_trim(struct settle_scratch *sc)
+{
+	TRIM(sc->u);
+	TRIM(sc->w);
+	TRIM(sc->cm);
+	TRIM(sc->mu);
+	TRIM(sc->tmp);
+	TRIM(sc->inner);
+	TRIM(sc->pc);
+	TRIM(sc->ft);
+	TRIM(sc->done);
+	if (sc->ms)
+		metrics_scratch_trim(sc->ms, SETTLE_KEEP);
 }
 
 /* sm when it is not the caller's kept one. */
@@ -373,11 +454,14 @@ static void sim_drop(struct sim *keep, struct sim *sm)
 }
 
 /* settle_synth(), with the max-plus pass tried first or not, through
- * keep (bound to g) or a simulator of its own. */
-static int settle_run(struct sim *keep, struct graph *g, const struct synth_out *so,
-		      struct settle_out *out, int maxplus, struct prism_err *err)
+ * keep (bound to g) or a simulator of its own, in ksc's memory or its
+ * own. */
+static int settle_run(struct sim *keep, struct settle_scratch *ksc, struct graph *g,
+		      const struct synth_out *so, struct settle_out *out, int maxplus,
+		      struct prism_err *err)
 {
 	struct sim *sm = keep ? (sim_bind(keep, g) ? NULL : keep) : sim_new(g);
+	struct settle_scratch own, *sc = ksc ? ksc : &own;
 	struct sim_opts o;
 	struct graph_iter *it;
 	int rc, P = so->stages, steps = so->steps;
@@ -386,47 +470,37 @@ static int settle_run(struct sim *keep, struct graph *g, const struct synth_out 
 	size_t per_step;
 	struct sim_fold fo;
 
+	memset(&own, 0, sizeof(own));
 	memset(out, 0, sizeof(*out));
 	memset(&fo, 0, sizeof(fo));
+	if (sm && !sc->ms && !(sc->ms = metrics_scratch_new()))
+		goto oom;
 	if (so->n_marks && sm) {
-		inner = prism_calloc(g->n_nodes, sizeof(*inner));
-		if (!inner || fold_tasks(so, &fo)) {
-			sim_drop(keep, sm);
-			sm = NULL;
-		}
+		if (VEC_RESERVE(sc->inner, g->n_nodes ? g->n_nodes : 1) || fold_tasks(so, &fo, sc))
+			goto oom;
+		inner = sc->inner.v;
+		memset(inner, 0, g->n_nodes * sizeof(*inner)); /* as calloc left it */
 	}
-	if (!sm) {
-		fold_tasks_free(&fo);
-		free(inner);
-		return prism_err_set(err, PRISM_ENOMEM, "simulation: out of memory");
-	}
+	if (!sm)
+		goto oom;
 	sim_opts_default(&o);
 	o.slow_compute = so->slow_compute;
 	o.slow_comm = so->slow_comm;
 	o.fold = so->n_marks ? &fo : NULL;
 	/* Without the event queue where its order cannot matter (sim.h). */
 	rc = 0;
-	if (maxplus && (rc = sim_run_maxplus(sm, &o, err)) < 0) {
-		sim_drop(keep, sm);
-		fold_tasks_free(&fo);
-		free(inner);
-		return rc;
-	}
+	if (maxplus && (rc = sim_run_maxplus(sm, &o, err)) < 0)
+		goto done;
 	out->maxplus = maxplus ? sm->mp_why : SIM_MP_OPTS;
 	out->maxplus_queued = rc == 1 ? sm->mp_queued : 0;
 	out->maxplus_direct = rc == 1 ? sm->mp_direct : 0;
-	if (rc == 0 && (rc = sim_run(sm, &o, err))) {
-		sim_drop(keep, sm);
-		fold_tasks_free(&fo);
-		free(inner);
-		return rc;
-	}
+	if (rc == 0 && (rc = sim_run(sm, &o, err)))
+		goto done;
 	/* A unit task's span less the time its pieces ran. */
 	for (size_t i = 0; inner && i < so->n_marks; i++) {
 		uint32_t u = so->marks[i].node;
 		inner[u] = sm->end_ns[u] - sm->start_ns[u] - sm->fold_busy[i];
 	}
-	fold_tasks_free(&fo);
 	for (uint32_t u = 0; u < g->n_nodes; u++) {
 		g->start_ns[u] = sm->start_ns[u];
 		/* What contention made of a task is its traced time: the
@@ -471,61 +545,55 @@ static int settle_run(struct sim *keep, struct graph *g, const struct synth_out 
 	out->unit_span_ns = hi > lo ? hi - lo : 0;
 	out->bubble = settle_bubble(P, out->unit_span_ns, out->unit_busy_ns);
 	{
-		struct metrics_iter *its = NULL;
+		struct metrics_iter *its;
 		/* The breakdown of the one iteration reported, not of all. */
-		long n = metrics_iteration_times(sm, &its), pick = -1;
-		if (n < 0) {
-			sim_drop(keep, sm);
-			free(inner);
-			return prism_err_set(err, PRISM_ENOMEM, "simulation: out of memory");
-		}
-		if (metrics_step_time(its, n, &out->iter_s)) {
-			free(its);
-			sim_drop(keep, sm);
-			free(inner);
-			return prism_err_set(err, PRISM_ENOMEM, "simulation: out of memory");
-		}
+		long n = metrics_iteration_times_k(sm, sc->ms, &its), pick = -1;
+		if (n < 0 || metrics_step_time_k(its, n, sc->ms, &out->iter_s))
+			goto oom;
 		for (long i = 0; i < n; i++)
 			if (its[i].step == steps - 1 &&
 			    (pick < 0 || its[i].predicted_ns > its[pick].predicted_ns))
 				pick = i;
 		if (pick >= 0) {
-			if (metrics_breakdown(sm, &its[pick]) ||
-			    (so->n_marks && fold_breakdown(sm, so, &its[pick]))) {
-				free(its);
-				sim_drop(keep, sm);
-				free(inner);
-				return prism_err_set(err, PRISM_ENOMEM,
-						     "simulation: out of memory");
-			}
+			if (metrics_breakdown_k(sm, sc->ms, &its[pick]) ||
+			    (so->n_marks && fold_breakdown(sm, so, &its[pick], sc)))
+				goto oom;
 			out->exposed_compute_s = (double)its[pick].exposed_compute_ns * 1e-9;
 			out->exposed_comm_s = (double)its[pick].exposed_comm_ns * 1e-9;
 			out->overlap_s = (double)its[pick].overlap_ns * 1e-9;
 			out->idle_s = (double)its[pick].idle_ns * 1e-9;
 		}
-		free(its);
 	}
-	sim_drop(keep, sm);
-	free(inner);
-	return 0;
+	rc = 0;
+	goto done;
+oom:
+	rc = prism_err_set(err, PRISM_ENOMEM, "simulation: out of memory");
+done:
+	if (sm)
+		sim_drop(keep, sm);
+	if (sc == &own)
+		scratch_release(&own);
+	else
+		scratch_trim(sc);
+	return rc;
 }
 
 int settle_synth(struct graph *g, const struct synth_out *so, struct settle_out *out,
 		 struct prism_err *err)
 {
-	return settle_run(NULL, g, so, out, 1, err);
+	return settle_run(NULL, NULL, g, so, out, 1, err);
 }
 
-int settle_synth_sim(struct sim *sm, struct graph *g, const struct synth_out *so,
-		     struct settle_out *out, struct prism_err *err)
+int settle_synth_sim(struct sim *sm, struct settle_scratch *sc, struct graph *g,
+		     const struct synth_out *so, struct settle_out *out, struct prism_err *err)
 {
-	return settle_run(sm, g, so, out, 1, err);
+	return settle_run(sm, sc, g, so, out, 1, err);
 }
 
 int settle_synth_events(struct graph *g, const struct synth_out *so, struct settle_out *out,
 			struct prism_err *err)
 {
-	return settle_run(NULL, g, so, out, 0, err);
+	return settle_run(NULL, NULL, g, so, out, 0, err);
 }
 
 int settle_build(const struct synth_in *in, struct graph **g, struct synth_out *so,

@@ -48,11 +48,27 @@ double settle_bubble(int stages, int64_t span_ns, const int64_t *busy_ns);
 int settle_synth(struct graph *g, const struct synth_out *so, struct settle_out *out,
 		 struct prism_err *err);
 
+/*
+ * What settling works in besides the simulator (the breakdown's unions,
+ * the folded tasks, the metrics' arrays), kept from graph to graph by a
+ * thread so that settling a candidate allocates nothing once it has room;
+ * each use starts from it as from new memory (the results are the same
+ * as with a scratch of their own).  After each graph any of its arrays
+ * with room for more than SETTLE_KEEP entries is freed, as gwrite.h's
+ * GW_KEEP_NODES: one huge build's memory is not held for the rest of a
+ * sweep.
+ */
+#define SETTLE_KEEP (1u << 16)
+struct settle_scratch;
+struct settle_scratch *settle_scratch_new(void);
+void settle_scratch_free(struct settle_scratch *sc);
+
 /* settle_synth() through sm (sim.h: bound to g here, its memory kept
- * for the next graph; NULL: a simulator of its own). */
+ * for the next graph; NULL: a simulator of its own) and sc (NULL: memory
+ * of its own, freed before it returns). */
 struct sim;
-int settle_synth_sim(struct sim *sm, struct graph *g, const struct synth_out *so,
-		     struct settle_out *out, struct prism_err *err);
+int settle_synth_sim(struct sim *sm, struct settle_scratch *sc, struct graph *g,
+		     const struct synth_out *so, struct settle_out *out, struct prism_err *err);
 
 /* settle_synth() with the event simulation alone, never the max-plus
  * pass (sim_run_maxplus): the reference that pass is tested against. */
