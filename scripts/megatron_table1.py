@@ -63,6 +63,10 @@ def main():
             if pp > 1:
                 vp = 2 if l % (2 * pp) == 0 else 3
                 layout += ["--schedule", "interleaved", "--vp", str(vp)]
+                if tp > 1:
+                    # SC21 ran Megatron-LM's scatter/gather of the pipeline
+                    # transfers (scatter_gather_tensors_in_pipeline, then on)
+                    layout += ["--pp-scatter-gather"]
             r = subprocess.run([prism, "synth", cfg, "--hw", HW, *layout, "--json"],
                                capture_output=True, text=True)
             if r.returncode:

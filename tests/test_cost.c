@@ -2444,6 +2444,9 @@ static void test_analytic_small(void **state)
 	in.lay.pp = 2;
 	in.lay.dp = 2;
 	in.lay.pp_overlap = 0; /* the sends in the slots (with it: below) */
+	/* each rank sends b s h / t of a transfer (Megatron-LM 2021's
+	 * scatter-gather; the default's whole b s h: below) */
+	in.lay.pp_scatter_gather = 1;
 	in.comm_eff = 1.0;
 	prism_err_clear(&err);
 	if (analytic_estimate(&in, &out, &err) != 0) {
@@ -2507,6 +2510,17 @@ static void test_analytic_small(void **state)
 		assert_rel_close(ov.t_iter, out.t_iter - 4 * x + (ov.t_bubble - out.t_bubble),
 				 1e-9);
 		in.lay.pp_overlap = 0;
+	}
+	/* Without scatter-gather (Megatron-core) each rank sends the whole
+	 * 1 x 1024 x 1024 bf16, 2,097,152 bytes: 20.97152 us a transfer, the
+	 * slot's two 20.97152 us longer than above. */
+	{
+		struct analytic_out wh;
+		in.lay.pp_scatter_gather = 0;
+		assert_int_equal(analytic_estimate(&in, &wh, &err), 0);
+		assert_rel_close(wh.t_p2p, 2 * 2097152 / 100e9, 1e-12);
+		assert_rel_close(wh.t_slot, out.t_slot + 2 * 1048576 / 100e9, 1e-9);
+		in.lay.pp_scatter_gather = 1;
 	}
 	/* MFU: model FLOPs of the batch over time x 8 GPUs x peak. */
 	assert_rel_close(out.mfu, 8 * 562103844864.0 / (out.t_iter * 8 * 100e12), 1e-12);

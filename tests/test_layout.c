@@ -647,6 +647,37 @@ static void test_dp_impl(void **state)
 	assert_int_equal(layout_check(&m, &l, &hw, &err), 0);
 }
 
+/* pp_scatter_gather means something with tp and pp above 1 without sp:
+ * refused with sp (each rank sends its 1 / tp already), ignored with tp
+ * or pp 1 (as pp_overlap with pp 1). */
+static void test_pp_scatter_gather_check(void **state)
+{
+	struct llm m = fixture_small_gpt();
+	struct hw_profile hw;
+	struct layout l;
+	struct prism_err err;
+	(void)state;
+	memset(&hw, 0, sizeof(hw));
+	hw.gpus_per_node = 8;
+	for (int d = 0; d < HW_NDTYPES; d++)
+		hw.peak_flops[d] = 1e15;
+	layout_default(&l);
+	assert_int_equal(l.pp_scatter_gather, 0);
+	l.tp = 2;
+	l.pp = 2;
+	l.pp_scatter_gather = 1;
+	prism_err_clear(&err);
+	assert_int_equal(layout_check(&m, &l, &hw, &err), 0);
+	l.sp = 1;
+	assert_int_equal(layout_check(&m, &l, &hw, &err), PRISM_EARG);
+	assert_string_equal(err.msg, "layout: pp_scatter_gather is for tp without sequence "
+				     "parallelism (with sp each tensor-parallel rank already sends "
+				     "its 1/tp of a pipeline transfer)");
+	l.pp = 1;
+	prism_err_clear(&err);
+	assert_int_equal(layout_check(&m, &l, &hw, &err), 0);
+}
+
 /* A description written and read back is the same run; the first
  * descriptions' text is kept to the byte (test_synth has the dense one),
  * and a knob at its default adds nothing. */
@@ -880,13 +911,21 @@ static void test_megatron_partition(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_rows),	cmocka_unit_test(test_set_heads),
-	    cmocka_unit_test(test_default),	cmocka_unit_test(test_key),
-	    cmocka_unit_test(test_format_cut),	cmocka_unit_test(test_diff),
-	    cmocka_unit_test(test_parse),	cmocka_unit_test(test_zb_order),
-	    cmocka_unit_test(test_zbv_order),	cmocka_unit_test(test_dpv_order),
-	    cmocka_unit_test(test_step_passes), cmocka_unit_test(test_desc),
-	    cmocka_unit_test(test_dp_impl),	cmocka_unit_test(test_megatron_partition),
+	    cmocka_unit_test(test_rows),
+	    cmocka_unit_test(test_set_heads),
+	    cmocka_unit_test(test_default),
+	    cmocka_unit_test(test_key),
+	    cmocka_unit_test(test_format_cut),
+	    cmocka_unit_test(test_diff),
+	    cmocka_unit_test(test_parse),
+	    cmocka_unit_test(test_zb_order),
+	    cmocka_unit_test(test_zbv_order),
+	    cmocka_unit_test(test_dpv_order),
+	    cmocka_unit_test(test_step_passes),
+	    cmocka_unit_test(test_desc),
+	    cmocka_unit_test(test_dp_impl),
+	    cmocka_unit_test(test_pp_scatter_gather_check),
+	    cmocka_unit_test(test_megatron_partition),
 	    cmocka_unit_test(test_unit_order),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -6035,6 +6035,66 @@ static void test_pipe_ends(void **state)
 }
 
 /*
+ * A pipeline transfer's bytes a tensor-parallel rank, by hand: GPT-3 1.3B
+ * (h 2048, s 2048), b 1, tp 2, pp 4, dp 64 (each stage's 128 ranks on 16
+ * nodes: the transfer between nodes, one NIC, {2, 1}).
+ *   pp_scatter_gather off, no sp (Megatron-core: get_tensor_shapes keeps
+ *     the whole sequence): 2048 x 2048 x 2 = 8,388,608 bytes;
+ *   with sp (each rank holds s / t): 4,194,304 bytes;
+ *   pp_scatter_gather on, no sp (Megatron-LM 2021): 4,194,304 bytes;
+ *   pp_scatter_gather on with sp: sp's 4,194,304 (the knob refused by
+ *   layout_check; the bytes are sp's).
+ * synth_pp_transfer_s prices the bytes synth's pp_send and pp_recv emit
+ * (pp_bytes), and the whole tensor's transfer is the slower, so that a
+ * transfer at 1 / t in the default case fails.  The simulated step with
+ * the whole tensor is the longer too (the sends beside the compute, but
+ * the fill and drain wait for them).
+ */
+static void test_pp_transfer_bytes(void **state)
+{
+	static const struct {
+		int sp, sg;
+		double bytes;
+	} cases[] = {{0, 0, 8388608.0}, {1, 0, 4194304.0}, {0, 1, 4194304.0}, {1, 1, 4194304.0}};
+	static const struct {
+		int tp, pp, dp, vp, m, sched, rec, zero, sp;
+	} c = {2, 4, 64, 1, 8, LAYOUT_1F1B, LAYOUT_RECOMPUTE_NONE, 0, 0};
+	double iter[4] = {0};
+	(void)state;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct synth_in in;
+		struct comm_est ce;
+		struct predict_out p;
+		struct prism_err err;
+		double t;
+		small(&in);
+		in.m = gpt3_1_3b();
+		FIXTURE_SHAPE(&in, c);
+		in.lay.sp = cases[i].sp;
+		in.lay.pp_scatter_gather = cases[i].sg;
+		assert_int_equal(comm_time(&hw, GC_SEND, cases[i].bytes, (struct comm_group){2, 1},
+					   in.comm_eff, COMM_AUTO, &ce),
+				 0);
+		t = synth_pp_transfer_s(&in);
+		print_message("sp %d scatter-gather %d: %.0f bytes, %.2f us (synth %.2f us)\n",
+			      cases[i].sp, cases[i].sg, cases[i].bytes, ce.time_s * 1e6, t * 1e6);
+		assert_true(ce.time_s > 0);
+		assert_true(fabs(t - ce.time_s) <= 1e-12 * ce.time_s);
+		prism_err_clear(&err);
+		if (cases[i].sp && cases[i].sg) { /* refused: layout_check */
+			assert_int_equal(predict_synth(&in, &p, NULL, NULL, &err), PRISM_EARG);
+			continue;
+		}
+		assert_int_equal(predict_synth(&in, &p, NULL, NULL, &err), 0);
+		iter[i] = p.iter_s;
+	}
+	/* the whole tensor against half of it: a longer step (under sp the
+	 * knob is refused: sp's own transfers are 1 / t) */
+	print_message("step: %.4f ms whole, %.4f ms scattered\n", iter[0] * 1e3, iter[2] * 1e3);
+	assert_true(iter[0] > iter[2]);
+}
+
+/*
  * Uneven interleaved stages (docs/MODEL.md "Analytic estimate",
  * fwd_share in analytic.c): GPT-3 1.3B at tp 2 sp, pp 4 vp 2, dp 64, 8
  * microbatches of 1, the stages' layers 6,6,8,4 (the default sweep's
@@ -6741,6 +6801,7 @@ int main(void)
 	    cmocka_unit_test(test_zero3_copy_out),
 	    cmocka_unit_test(test_grad_chain),
 	    cmocka_unit_test(test_pipe_ends),
+	    cmocka_unit_test(test_pp_transfer_bytes),
 	    cmocka_unit_test(test_analytic_uneven_interleaved),
 	    cmocka_unit_test(test_exec_stage_host),
 	    cmocka_unit_test(test_exec_host_verdict),

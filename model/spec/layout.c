@@ -1895,6 +1895,12 @@ int layout_check(const struct llm *m, const struct layout *l, const struct hw_pr
 		return prism_err_set(err, PRISM_EARG,
 				     "layout: tensor-parallel overlap needs sequence parallelism "
 				     "(Megatron-LM's --tp-comm-overlap)");
+	if (l->pp_scatter_gather && l->tp > 1 && l->pp > 1 && l->sp)
+		return prism_err_set(
+		    err, PRISM_EARG,
+		    "layout: pp_scatter_gather is for tp without sequence parallelism "
+		    "(with sp each tensor-parallel rank already sends its 1/tp of a "
+		    "pipeline transfer)");
 	if (llm_mla(m) && (rc = check_mla(m, l, err)))
 		return rc;
 	if (!m->head_dim && !llm_mla(m) && m->hidden % m->heads)

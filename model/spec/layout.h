@@ -196,6 +196,12 @@ struct layout {
 			    * (--tp-comm-overlap; needs sp) */
 	int pp_overlap;	       /* pipeline sends overlap the next unit's compute;
 			    * 0: the compute stream waits for them */
+	int pp_scatter_gather; /* tp > 1 without sp: each tensor-parallel rank
+				* sends 1 / t of a pipeline transfer and the
+				* receiver all-gathers it over tp (Megatron-LM
+				* 2021's scatter_gather_tensors_in_pipeline);
+				* 0: each rank sends the whole b s h
+				* (Megatron-core) */
 	int partition;	       /* enum layout_partition: how the layers are placed
 			    * on the stages */
 	/* Layers per pipeline stage, part[0..pp); part[0] == 0: layers / pp
@@ -757,6 +763,14 @@ enum layout_show {
 	  .opt = "no-pp-overlap", .help = "the compute waits for each pipeline send",              \
 	  .flags = LK_SWEEP | LK_STORE | LK_JSON, .key = "ppo", .key_group = 3,                    \
 	  .show = LK_SHOW_ALWAYS, .desc = 207, .digit = 16)                                        \
+	X(pp_scatter_gather, L, l->pp > 1 && l->tp > 1 && !l->sp, v, .kind = LK_BOOL, .lo = 0,    \
+	  .hi = 1, .def = 0, .opt = "pp-scatter-gather",                                           \
+	  .help = "without --sp, each tensor-parallel rank sends 1/tp of a pipeline transfer "    \
+		  "(Megatron-LM 2021's scatter_gather_tensors_in_pipeline; the receiver's "       \
+		  "all-gather over tp not modelled); default: each rank sends the whole "         \
+		  "microbatch's activations, as Megatron-core",                                    \
+	  .flags = LK_SWEEP | LK_STORE | LK_JSON | LK_FORCE, .key = "ppsg",                        \
+	  .show = LK_SHOW_CHANGED)                                                                 \
 	X(ep, L, m->experts > 0, v, .kind = LK_INT, .lo = 1, .hi = LAYOUT_MAX_EP, .def = 1,       \
 	  .opt = "ep", .arg = "N",                                                                 \
 	  .help = "expert parallel degree: the experts split over N ranks, tokens sent to them "   \

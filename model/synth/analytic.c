@@ -277,8 +277,8 @@ static int shared_terms(const struct analytic_in *in, struct terms *T, struct pr
 		}
 	}
 	/* The pipeline's transfers as synth sends them (synth_pp_transfer_s:
-	 * b s h / t bf16 values; until 2026-11-27 the whole b s h without
-	 * sequence parallelism, t times what the simulation sends). */
+	 * b s h bf16 values each rank, 1 / t of them with sequence
+	 * parallelism or pp_scatter_gather). */
 	T->p2p = 2 * synth_pp_transfer_s(&T->si);
 	return 0;
 }

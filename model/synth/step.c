@@ -35,13 +35,26 @@ static int lora(const struct ctx *c)
 	return layout_lora(&c->in->lay, 0);
 }
 
-/* The bytes of a pipeline transfer, activations or their gradients: a
- * microbatch's b x s x h in bf16, each tensor-parallel rank its 1 / t
- * (with sequence parallelism or without; synth_pp_transfer_s prices it
- * for the analytic estimate). */
-static double pp_bytes(const struct shape *z)
+/* 1 where each tensor-parallel rank sends 1 / t of a pipeline transfer
+ * without sequence parallelism (pp_scatter_gather, where it applies:
+ * tp > 1, no sp).  The receiver's all-gather of the pieces over tp
+ * (Megatron-LM 2021's gather_split_1d_tensor) is not modelled. */
+static int pp_scattered(const struct synth_in *in)
 {
-	return z->b * z->s * z->h * 2 / z->t;
+	return in->lay.pp_scatter_gather && in->lay.tp > 1 && !in->lay.sp;
+}
+
+/* The bytes of a pipeline transfer, activations or their gradients, each
+ * tensor-parallel rank's: a microbatch's b x s x h in bf16 (s over cp).
+ * Megatron-core sends the whole tensor from each rank (schedules.py's
+ * get_tensor_shapes: the sequence over t only under sequence
+ * parallelism, where each rank holds its 1 / t); Megatron-LM 2021's
+ * scatter-gather sends 1 / t without it too.  synth_pp_transfer_s prices
+ * it for the analytic estimate. */
+static double pp_bytes(const struct synth_in *in, const struct shape *z)
+{
+	double x = z->b * z->s * z->h * 2;
+	return in->lay.sp || pp_scattered(in) ? x / z->t : x;
 }
 
 /* Of which trained: their gradients are reduced and the optimizer updates
@@ -59,7 +72,7 @@ static void pp_transfer(struct ctx *c, int r, int st, int kind, int from_s, int 
 	char pg[48] = "";
 	if (!c->dry) /* (a dry run's collective has no group: emit.c) */
 		snprintf(pg, sizeof(pg), "pp.%s.%d.%d", fwd ? "f" : "b", from_s, from_c);
-	se_collective(c, r, st, kind, "ncclDevKernel_SendRecv", pp_bytes(z), g, pg);
+	se_collective(c, r, st, kind, "ncclDevKernel_SendRecv", pp_bytes(c->in, z), g, pg);
 }
 
 double synth_pp_transfer_s(const struct synth_in *in)
@@ -69,7 +82,7 @@ double synth_pp_transfer_s(const struct synth_in *in)
 	if (in->lay.pp <= 1)
 		return 0;
 	sl_shape(in, &z);
-	if (comm_time(in->hw, GC_SEND, pp_bytes(&z), (struct comm_group){2, sl_pp_per_node(in)},
+	if (comm_time(in->hw, GC_SEND, pp_bytes(in, &z), (struct comm_group){2, sl_pp_per_node(in)},
 		      in->comm_eff, COMM_AUTO, &e))
 		return 0;
 	return e.time_s;

@@ -311,7 +311,8 @@ double synth_grad_stats_s(const struct synth_in *in);
 /* One pipeline transfer (a microbatch's activations forward, or their
  * gradients back) between adjacent stages as synth's pp_send and pp_recv
  * issue it and the collective model prices it, in seconds: b s h bf16
- * values over the t tensor-parallel ranks, over NVLink where the two
+ * values each tensor-parallel rank (1 / t of them with sequence
+ * parallelism or pp_scatter_gather), over NVLink where the two
  * stages share a domain, else one NIC; 0 without a pipeline. */
 double synth_pp_transfer_s(const struct synth_in *in);
 
