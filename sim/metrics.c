@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "prism.h"
+#include "msort.h"
 #include "vec.h"
 
 #define NONE32 UINT32_MAX
@@ -19,37 +20,7 @@ struct edge_pt {
  * another) merged pairwise: breakdown's points are a few such runs, which
  * qsort sorted from scratch (5 % of the default sweep).  Points of equal
  * time may come in any order: breakdown's sums add nothing between them. */
-static void sort_pts(struct edge_pt *pts, struct edge_pt *tmp, size_t n)
-{
-	struct edge_pt *src = pts, *dst = tmp;
-	for (;;) {
-		size_t runs = 0, i = 0;
-		while (i < n) {
-			/* Two runs, [i, m) and [m, e), merged into dst. */
-			size_t m = i + 1, e, a, b, k = i;
-			while (m < n && src[m - 1].t <= src[m].t)
-				m++;
-			e = m < n ? m + 1 : m;
-			while (e < n && src[e - 1].t <= src[e].t)
-				e++;
-			for (a = i, b = m; a < m && b < e;)
-				dst[k++] = src[b].t < src[a].t ? src[b++] : src[a++];
-			while (a < m)
-				dst[k++] = src[a++];
-			while (b < e)
-				dst[k++] = src[b++];
-			runs++;
-			i = e;
-		}
-		if (runs <= 1) {
-			if (dst != pts) /* dst now holds them; src was already */
-				memcpy(pts, dst, n * sizeof(*pts));
-			return;
-		}
-		src = dst;
-		dst = dst == tmp ? pts : tmp;
-	}
-}
+MSORT_RUNS(sort_pts, struct edge_pt, t)
 
 static int is_comm(uint8_t kind)
 {
@@ -488,36 +459,7 @@ int metrics_critical_path(const struct sim *s, struct metrics_path *p)
  * (the entries come in runs: each rank's steps in order).  Entries of one
  * step may come in any order: what is made of them (the largest of
  * each step's, the steps in order) does not depend on it. */
-static void sort_steps(struct metrics_iter *v, struct metrics_iter *tmp, size_t n)
-{
-	struct metrics_iter *src = v, *dst = tmp;
-	for (;;) {
-		size_t runs = 0, i = 0;
-		while (i < n) {
-			size_t m = i + 1, e, a, b, k = i;
-			while (m < n && src[m - 1].step <= src[m].step)
-				m++;
-			e = m < n ? m + 1 : m;
-			while (e < n && src[e - 1].step <= src[e].step)
-				e++;
-			for (a = i, b = m; a < m && b < e;)
-				dst[k++] = src[b].step < src[a].step ? src[b++] : src[a++];
-			while (a < m)
-				dst[k++] = src[a++];
-			while (b < e)
-				dst[k++] = src[b++];
-			runs++;
-			i = e;
-		}
-		if (runs <= 1) {
-			if (dst != v) /* dst now holds them; src was already */
-				memcpy(v, dst, n * sizeof(*v));
-			return;
-		}
-		src = dst;
-		dst = dst == tmp ? v : tmp;
-	}
-}
+MSORT_RUNS(sort_steps, struct metrics_iter, step)
 
 /* The entries of the steps a prediction averages over, sorted by step,
  * into k->sorted (*m of them; *out its array): steps 0..maxstep, the first

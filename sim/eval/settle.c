@@ -7,6 +7,7 @@
 
 #include "metrics.h"
 #include "sim.h"
+#include "msort.h"
 #include "vec.h"
 
 double settle_bubble(int stages, int64_t span_ns, const int64_t *busy_ns)
@@ -43,36 +44,7 @@ struct settle_scratch {
 
 /* u[0..n) by start, tmp n of scratch: a natural merge sort (the input is
  * each stream's tasks in their order, runs one after another). */
-static void sort_ivals(struct ival *u, struct ival *tmp, size_t n)
-{
-	struct ival *src = u, *dst = tmp;
-	for (;;) {
-		size_t runs = 0, i = 0;
-		while (i < n) {
-			size_t m = i + 1, e, a, b, k = i;
-			while (m < n && src[m - 1].a <= src[m].a)
-				m++;
-			e = m < n ? m + 1 : m;
-			while (e < n && src[e - 1].a <= src[e].a)
-				e++;
-			for (a = i, b = m; a < m && b < e;)
-				dst[k++] = src[b].a < src[a].a ? src[b++] : src[a++];
-			while (a < m)
-				dst[k++] = src[a++];
-			while (b < e)
-				dst[k++] = src[b++];
-			runs++;
-			i = e;
-		}
-		if (runs <= 1) {
-			if (dst != u)
-				memcpy(u, dst, n * sizeof(*u));
-			return;
-		}
-		src = dst;
-		dst = dst == tmp ? u : tmp;
-	}
-}
+MSORT_RUNS(sort_ivals, struct ival, a)
 
 /* u sorted and merged into its union (tmp: scratch).  The union does not
  * depend on the order of intervals of one start, so input already in
