@@ -1,11 +1,13 @@
 """What the sweep tests share: a failure that ends the test, a prism run
 with its exit status checked (both from clitest.py, fail-fast), a refusal
 checked to the message, a file's digest, a results database read whole with
-its integrity checked, or its simulated times, and the small sweep written
-again for another model."""
+its integrity checked, or its simulated times, the small sweep written
+again for another model, and the analytic estimate checked as a lower bound
+on an exhaustive sweep."""
 import hashlib
 import os
 import sqlite3
+import tempfile
 
 from clitest import check, prism  # noqa: F401 (prism: for the sweep tests)
 
@@ -58,3 +60,47 @@ def times(db):
     out = dict(con.execute("SELECT key, iter_s FROM candidate WHERE status='simulated'"))
     con.close()
     return out
+
+
+def best_simulated(db):
+    """Each GPU count's fastest simulated candidate: {gpus: (key, iter_s)}."""
+    con = sqlite3.connect(db)
+    out = {}
+    for g, key, it in con.execute("SELECT gpus, key, iter_s FROM candidate "
+                                  "WHERE status='simulated' ORDER BY gpus, iter_s, key"):
+        out.setdefault(g, (key, it))
+    con.close()
+    return out
+
+
+def estimate_bound(prism_path, sweep, name, want, gpus, floor, floor_applies=lambda zero: True,
+                   floor_what="estimates"):
+    """The analytic estimate as a screen's lower bound on an exhaustive sweep:
+    all `want` valid candidates simulated, none estimated above its simulated
+    step, those floor_applies(zero) holds for at least `floor` of it, and the
+    default (screened) mode finding each GPU count's (the set `gpus`) best."""
+    with tempfile.TemporaryDirectory() as d:
+        ex = os.path.join(d, "x.db")
+        prism(prism_path, "search", sweep, "--db", ex, "--exhaustive", "--quiet")
+        con = sqlite3.connect(ex)
+        rows = con.execute("SELECT key, zero, analytic_s, iter_s FROM candidate "
+                           "WHERE status='simulated'").fetchall()
+        n = con.execute("SELECT COUNT(*) FROM candidate WHERE status != 'invalid'").fetchone()[0]
+        con.close()
+        check(len(rows) == want and n == want,
+              f"{len(rows)} of {n} valid candidates simulated, want {want}")
+        above = [(k, a, s) for k, _, a, s in rows if a > s]
+        check(not above, f"{len(above)} estimates above their simulated steps: "
+              + "; ".join(f"{k} {a * 1e3:.3f} > {s * 1e3:.3f} ms" for k, a, s in above[:5]))
+        loose = [(k, a, s) for k, z, a, s in rows if floor_applies(z) and a < floor * s]
+        check(not loose, f"{len(loose)} {floor_what} under {floor * 100:.0f} % of their "
+              "simulated steps: "
+              + "; ".join(f"{k} {a * 1e3:.3f} < {s * 1e3:.3f} ms" for k, a, s in loose[:5]))
+        ratios = [a / s for _, _, a, s in rows]
+        sc = os.path.join(d, "s.db")
+        prism(prism_path, "search", sweep, "--db", sc, "--quiet")
+        bx, bs = best_simulated(ex), best_simulated(sc)
+        check(set(bx) == set(gpus) and bx == bs,
+              f"the screened sweep's best {bs} differs from the exhaustive one's {bx}")
+        print(f"{name}: {len(rows)} simulated, none estimated above; estimate/simulated "
+              f"{min(ratios):.4f} .. {max(ratios):.4f}, mean {sum(ratios) / len(ratios):.4f}")
