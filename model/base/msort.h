@@ -29,8 +29,8 @@
 				while (e < n && src[e - 1].field <= src[e].field)                  \
 					e++;                                                       \
 				for (a = i, b = m; a < m && b < e;)                                \
-					dst[k++] = src[b].field < src[a].field ? src[b++]          \
-									       : src[a++];         \
+					dst[k++] =                                                 \
+					    src[b].field < src[a].field ? src[b++] : src[a++];     \
 				while (a < m)                                                      \
 					dst[k++] = src[a++];                                       \
 				while (b < e)                                                      \
