@@ -86,7 +86,8 @@ size_t sf_slot_pair(struct ctx *c, const struct shape *z, int s, int chf, int mb
 static void fold_replay(struct ctx *c, const struct ufold *t, const struct fbind *b, int r,
 			int32_t mb, int32_t mbb)
 {
-	const struct fbmap *map = c->fo.fbmap.v + b->map0;
+	/* (no maps made yet: none to read, and no offset from NULL) */
+	const struct fbmap *map = c->fo.fbmap.v ? c->fo.fbmap.v + b->map0 : NULL;
 	struct gw *w = &c->em.w;
 	uint32_t k0 = w->n_nodes;
 
