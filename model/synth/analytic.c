@@ -429,6 +429,31 @@ static double zero3_copy_out(double over, double out)
 	return over > out ? over : out;
 }
 
+/* A layer's forward and backward on the compute stream: its compute with
+ * its tensor-parallel collectives, each direction's. */
+static void layer_dirs(const struct analytic_in *in, const struct terms *T, double *lfw,
+		       double *lbw)
+{
+	*lfw = T->lf / in->compute_eff + T->arf;
+	*lbw = T->lb / in->compute_eff + T->ar - T->arf;
+}
+
+/* A layer's gradient reduction of `bytes` under sharding: *rs its
+ * reduce-scatter over the sharding group gg, *ar the shard's all-reduce
+ * over the replicas gr (0 without replicas: one group of G). */
+static void layer_reduce(const struct analytic_in *in, double bytes, struct comm_group gg,
+			 struct comm_group gr, double G, double *rs, double *ar)
+{
+	struct comm_est ce;
+	comm_time(in->hw, GC_REDUCE_SCATTER, bytes, gg, in->comm_eff, COMM_AUTO, &ce);
+	*rs = ce.time_s;
+	*ar = 0;
+	if (gr.n > 1) {
+		comm_time(in->hw, GC_ALL_REDUCE, bytes / G, gr, in->comm_eff, COMM_AUTO, &ce);
+		*ar = ce.time_s;
+	}
+}
+
 /* A stage's data-parallel collectives: *dpt their time, *exposed what
  * the step waits for, each[] the part of it every microbatch repeats,
  * each[0] in its forward and each[1] in its backward (FSDP's ZeRO-2
@@ -598,15 +623,11 @@ static void stage_dp(const struct analytic_in *in, const struct terms *T, int s,
 			 * 2026-11-27: gpt3-1.3b at dp 512 over shards of 8,
 			 * full recomputation, one microbatch, estimated 65.117
 			 * ms against 55.511 simulated, +17 %.) */
-			double g1 = t_agl + t_in, lfw = T->lf / in->compute_eff + T->arf,
-			       lbw = T->lb / in->compute_eff + T->ar - T->arf, r = t_rc;
-			comm_time(hw, GC_REDUCE_SCATTER, rb * lp, gg, in->comm_eff, COMM_AUTO, &ce);
-			r += ce.time_s;
-			if (R > 1) {
-				comm_time(hw, GC_ALL_REDUCE, rb * lp / G, gr, in->comm_eff,
-					  COMM_AUTO, &ce);
-				r += ce.time_s;
-			}
+			double g1 = t_agl + t_in, lfw, lbw, r, rsl, arl;
+			layer_dirs(in, T, &lfw, &lbw);
+			layer_reduce(in, rb * lp, gg, gr, G, &rsl, &arl);
+			r = t_rc + rsl;
+			r += arl;
 			each[1] = l->overlap_grad ? r + (n > 1 ? (n - 1) * fmax(0, r - lbw) : 0)
 						  : t_rs + (R > 1 ? t_ar : 0);
 			/* the copy-out within the next gather (zero3_copy_out) */
@@ -621,14 +642,9 @@ static void stage_dp(const struct analytic_in *in, const struct terms *T, int s,
 		 * stream: with prefetch a layer's gather runs beside the previous
 		 * layer's compute (backward, with its reduce-scatter); what
 		 * exceeds it is exposed, and each direction's first gather. */
-		double t_rsl = 0, t_arl = 0, lfw = T->lf / in->compute_eff + T->arf;
-		double lbw = T->lb / in->compute_eff + T->ar - T->arf, g1;
-		comm_time(hw, GC_REDUCE_SCATTER, rb * lp, gg, in->comm_eff, COMM_AUTO, &ce);
-		t_rsl = ce.time_s;
-		if (R > 1) {
-			comm_time(hw, GC_ALL_REDUCE, rb * lp / G, gr, in->comm_eff, COMM_AUTO, &ce);
-			t_arl = ce.time_s;
-		}
+		double t_rsl, t_arl, lfw, lbw, g1;
+		layer_dirs(in, T, &lfw, &lbw);
+		layer_reduce(in, rb * lp, gg, gr, G, &t_rsl, &t_arl);
 		/* A layer's DP-stream work: its gather after its copy-in, and
 		 * backward its reduce-scatter with its copies. */
 		g1 = t_agl + t_in;
