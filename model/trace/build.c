@@ -959,49 +959,16 @@ static int64_t *event_ready(const struct builder *b, const struct rank_ctx *rc, 
 	return r;
 }
 
-/* Cross-stream edges inferred from unexplained GPU start delays: those
- * that neither the task's own stream nor its event sources so far (edges
- * from edge_lo on: the call-order waits) explain. */
-static int edges_from_events(struct builder *b, struct rank_ctx *rc, size_t edge_lo)
+/* Cross-stream edges inferred from unexplained GPU start delays: a GPU
+ * task that began more than event_tol after its launch call, its stream's
+ * previous task and every event source it has so far (edges from edge_lo
+ * on) gets an edge of kind `kind` from the task cross_source finds on
+ * another stream ending in [start + lo, start + hi] (`held`: one
+ * running since before the task was ready). Two uses, below. */
+static int edges_from_delays(struct builder *b, struct rank_ctx *rc, size_t edge_lo, int64_t lo,
+			     int64_t hi, int held, int kind)
 {
 	int64_t tol = rc->event_tol, *ev_ready = event_ready(b, rc, edge_lo);
-
-	if (!ev_ready)
-		return build_nomem(b);
-	for (size_t i = 0; i < rc->gpu_procs.n; i++) {
-		const struct graph_proc *p = &b->w.procs.v[rc->gpu_procs.v[i]];
-		for (uint32_t u = p->first; u < p->first + p->n; u++) {
-			int64_t ready = stream_ready(b, rc, p, u), xs = b->w.start_ns[u];
-			uint32_t best;
-			if (ready == INT64_MIN)
-				continue;
-			if (ev_ready[u - rc->node_base] > ready)
-				ready = ev_ready[u - rc->node_base];
-			if (xs - ready <= tol)
-				continue;
-			/* the awaited task ended within tol of the start,
-			 * either side (tasks often begin a few us before the
-			 * kernel they evidently waited for ends) */
-			best = cross_source(b, rc, p, ready, xs, -tol, tol, 0);
-			if (best != NONE32 && add_edge(b, best, u, GE_EVENT | GE_INFERRED)) {
-				free(ev_ready);
-				return PRISM_ENOMEM;
-			}
-		}
-	}
-	free(ev_ready);
-	return 0;
-}
-
-/* Shared-GPU edges: a GPU task that began more than event_tol after its
- * launch call, its stream's previous task and every event source it has
- * (recorded or inferred, edges from edge_lo on) waited for the GPU if a
- * task on another stream, running since before it was ready, ended at
- * most share_tail after it began: a kernel that fills the GPU drains its
- * last blocks while the next kernel's first ones start. */
-static int edges_from_shares(struct builder *b, struct rank_ctx *rc, size_t edge_lo)
-{
-	int64_t *ev_ready = event_ready(b, rc, edge_lo);
 
 	if (!ev_ready)
 		return build_nomem(b);
@@ -1014,10 +981,10 @@ static int edges_from_shares(struct builder *b, struct rank_ctx *rc, size_t edge
 				continue;
 			if (ev_ready[u - rc->node_base] > ready)
 				ready = ev_ready[u - rc->node_base];
-			if (xs - ready <= rc->event_tol)
+			if (xs - ready <= tol)
 				continue;
-			src = cross_source(b, rc, p, ready, xs, 0, b->o->share_tail_ns, 1);
-			if (src != NONE32 && add_edge(b, src, u, GE_SHARE | GE_INFERRED)) {
+			src = cross_source(b, rc, p, ready, xs, lo, hi, held);
+			if (src != NONE32 && add_edge(b, src, u, kind | GE_INFERRED)) {
 				free(ev_ready);
 				return PRISM_ENOMEM;
 			}
@@ -1025,6 +992,23 @@ static int edges_from_shares(struct builder *b, struct rank_ctx *rc, size_t edge
 	}
 	free(ev_ready);
 	return 0;
+}
+
+/* Event edges: the awaited task ended within event_tol of the start,
+ * either side (tasks often begin a few us before the kernel they
+ * evidently waited for ends). */
+static int edges_from_events(struct builder *b, struct rank_ctx *rc, size_t edge_lo)
+{
+	return edges_from_delays(b, rc, edge_lo, -rc->event_tol, rc->event_tol, 0, GE_EVENT);
+}
+
+/* Shared-GPU edges: the task waited for the GPU if a task on another
+ * stream, running since before it was ready, ended at most share_tail
+ * after it began: a kernel that fills the GPU drains its last blocks while
+ * the next kernel's first ones start. */
+static int edges_from_shares(struct builder *b, struct rank_ctx *rc, size_t edge_lo)
+{
+	return edges_from_delays(b, rc, edge_lo, 0, b->o->share_tail_ns, 1, GE_SHARE);
 }
 
 /* Latest-ending node on another host thread of the rank that ends at most
