@@ -3822,9 +3822,10 @@ static void test_sp_rs_beside_wgrad(void **state)
  * tensor fp8 every quantised gather 1 (the row-wise data); blockwise and
  * mxfp8 the forward's inputs (QKV's, FC1's: row-wise) and the backward's
  * re-gathers of them (column-wise) one copy with its scales, q = 1 + 4 /
- * 128 (blockwise: 1,081,344 B) or 1 + 1 / 32 (mxfp8: 1,081,344 B too), 64
- * of them, and the projection's and FC2's output gradients both copies,
- * 2 q (2,162,688 B), 32; the embedding's gradient's 4 gathers stay bf16.
+ * 128 (blockwise: 1,081,344 B) or 1 + 1 / 32 (mxfp8: 1,081,344 B too) or
+ * 0.5 + 1 / 16 (fp4, NVFP4: 589,824 B), 64 of them, and the projection's
+ * and FC2's output gradients both copies, 2 q (2,162,688 B; fp4
+ * 1,179,648), 32; the embedding's gradient's 4 gathers stay bf16.
  * A LoRA adapter on FC1 has its forward gather, and so its re-gather, in
  * bf16 (return_layernorm_output_gathered).
  */
@@ -3832,13 +3833,15 @@ static void test_sp_fp8_gather(void **state)
 {
 	static const struct {
 		int dtype, recipe, lora;
+		double q; /* B, a gather of one scaled copy (0: none) */
 		int ag_fp8, ag_bf16, ag_q, ag_2q;
-	} want[] = {{HW_BF16, LAYOUT_FP8_DELAYED, 0, 0, 100, 0, 0},
-		    {HW_FP8, LAYOUT_FP8_DELAYED, 0, 96, 4, 0, 0},
-		    {HW_FP8, LAYOUT_FP8_CURRENT, 0, 96, 4, 0, 0},
-		    {HW_FP8, LAYOUT_FP8_BLOCKWISE, 0, 0, 4, 64, 32},
-		    {HW_FP8, LAYOUT_FP8_MXFP8, 0, 0, 4, 64, 32},
-		    {HW_FP8, LAYOUT_FP8_DELAYED, 1, 48, 16, 0, 0}};
+	} want[] = {{HW_BF16, LAYOUT_FP8_DELAYED, 0, 0, 0, 100, 0, 0},
+		    {HW_FP8, LAYOUT_FP8_DELAYED, 0, 0, 96, 4, 0, 0},
+		    {HW_FP8, LAYOUT_FP8_CURRENT, 0, 0, 96, 4, 0, 0},
+		    {HW_FP8, LAYOUT_FP8_BLOCKWISE, 0, 1081344, 0, 4, 64, 32},
+		    {HW_FP8, LAYOUT_FP8_MXFP8, 0, 1081344, 0, 4, 64, 32},
+		    {HW_FP4, LAYOUT_FP8_DELAYED, 0, 589824, 0, 4, 64, 32},
+		    {HW_FP8, LAYOUT_FP8_DELAYED, 1, 0, 48, 16, 0, 0}};
 	struct hw_profile bw;
 	(void)state;
 	fp8_gpu(&bw);
@@ -3850,8 +3853,8 @@ static void test_sp_fp8_gather(void **state)
 		int a1 = 0, a2 = 0, aq = 0, a2q = 0, rs = 0, side = 0, rs_side = 0;
 		uint32_t rs_proc[2] = {UINT32_MAX, UINT32_MAX};
 		small(&in);
-		if (want[k].recipe == LAYOUT_FP8_MXFP8)
-			in.hw = &bw; /* (MXFP8 asks for a profile with an fp4 peak) */
+		if (want[k].recipe == LAYOUT_FP8_MXFP8 || want[k].dtype == HW_FP4)
+			in.hw = &bw; /* (both ask for a profile with an fp4 peak) */
 		in.lay.tp = 2;
 		in.lay.sp = 1;
 		in.lay.dtype = want[k].dtype;
@@ -3877,8 +3880,8 @@ static void test_sp_fp8_gather(void **state)
 			if (g->colls[i].kind == GC_ALL_GATHER) {
 				a1 += g->colls[i].bytes == 1048576;
 				a2 += g->colls[i].bytes == 2097152;
-				aq += g->colls[i].bytes == 1081344;
-				a2q += g->colls[i].bytes == 2162688;
+				aq += g->colls[i].bytes == want[k].q;
+				a2q += g->colls[i].bytes == 2 * want[k].q;
 				side += pr != rs_proc[g->procs[pr].rank];
 			}
 		}

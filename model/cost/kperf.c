@@ -470,10 +470,10 @@ double kperf_lowp_copy_bytes(int dtype, int recipe)
 double kperf_lowp_gather_bytes(int dtype, int recipe, int exec, int usage)
 {
 	int per_tensor = recipe == LAYOUT_FP8_DELAYED || recipe == LAYOUT_FP8_CURRENT;
-	if (usage == KPERF_GATHER_BF16 || dtype != HW_FP8 ||
+	if (usage == KPERF_GATHER_BF16 || (dtype != HW_FP8 && dtype != HW_FP4) ||
 	    compiled_tensorwise(dtype, recipe, exec))
 		return 2;
-	if (per_tensor)
+	if (dtype == HW_FP8 && per_tensor)
 		return 1;
 	return (usage == KPERF_GATHER_BOTH ? 2 : 1) * kperf_lowp_copy_bytes(dtype, recipe);
 }

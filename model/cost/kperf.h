@@ -278,11 +278,10 @@ double kperf_lowp_norm_out_bytes(int dtype, int recipe, int exec);
  * Per tensor (delayed, current: _all_gather_fp8) every gather is of the
  * row-wise fp8 data alone, 1 byte (its one scale_inv taken as the ranks'
  * own; the transpose made after the gather).  Blockwise
- * (_start_all_gather_fp8_blockwise) and mxfp8 (_all_gather_mxfp8) gather
- * each usage's data and its scales (kperf_lowp_copy_bytes): ROW and COL
- * one copy, BOTH two.  fp4 (NVFP4, _all_gather_nvfp4), torchao's
- * Float8Linear under torch.compile and bf16 runs: 2 (bf16; NVFP4's
- * quantised gather not modelled). */
+ * (_start_all_gather_fp8_blockwise), mxfp8 (_all_gather_mxfp8) and fp4
+ * (NVFP4, _all_gather_nvfp4) gather each usage's data and its scales
+ * (kperf_lowp_copy_bytes): ROW and COL one copy, BOTH two.  torchao's
+ * Float8Linear under torch.compile and bf16 runs: 2. */
 enum kperf_gather { KPERF_GATHER_BF16, KPERF_GATHER_ROW, KPERF_GATHER_COL, KPERF_GATHER_BOTH };
 double kperf_lowp_gather_bytes(int dtype, int recipe, int exec, int usage);
 
