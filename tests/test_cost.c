@@ -1196,6 +1196,61 @@ static void test_activation_bytes_gpt3(void **state)
 }
 
 /*
+ * One layer's weight bytes on a rank under each recipe (mem_lowp_weight_bytes
+ * through mem_stage): GPT-3's layer at t 8 holds (12 h^2 + 13 h) / 8 =
+ * 226,512,384 parameters (h 12288), stage 1 of pp 4 its 24 layers and no
+ * embedding or head; the bf16 weight is 2 bytes each, and Transformer
+ * Engine's kept copies add (csrc/quantizer.cpp, the tensor classes):
+ *  - delayed and current on Hopper (hw NULL or fp8_layouts "tn"): the fp8
+ *    data and its transpose, 2: a layer 4 x 226,512,384 = 906,049,536;
+ *  - the same on Blackwell (fp8_any_layout): the data alone (no
+ *    transpose where nvte_is_non_tn_fp8_gemm_supported), 1: 679,537,152;
+ *  - blockwise: both copies and an fp32 scale per 128 x 128 block each,
+ *    2 + 8 / 16384: 906,049,536 + 226,512,384 / 2048 = 906,160,137.75;
+ *  - mxfp8: both copies, an E8M0 byte per 32 each, 2 + 2 / 32:
+ *    906,049,536 + 14,157,024 = 920,206,560 (on Blackwell too: MXFP8's
+ *    column-wise scales run along the other dimension);
+ *  - fp4 (NVFP4): both copies of 0.5 + 1 / 16: 3.125 x = 707,851,200.
+ */
+static void test_fp8_weight_copies(void **state)
+{
+	struct layout l = {.tp = 8,
+			   .pp = 4,
+			   .dp = 1,
+			   .vp = 1,
+			   .mbs = 1,
+			   .microbatches = 8,
+			   .dtype = HW_BF16,
+			   .schedule = LAYOUT_1F1B};
+	struct hw_profile any;
+	struct mem_stage st;
+	static const struct {
+		int dtype, recipe, any;
+		double layer;
+	} want[] = {
+	    {HW_BF16, LAYOUT_FP8_DELAYED, 0, 453024768},
+	    {HW_FP8, LAYOUT_FP8_DELAYED, 0, 906049536},
+	    {HW_FP8, LAYOUT_FP8_CURRENT, 0, 906049536},
+	    {HW_FP8, LAYOUT_FP8_DELAYED, 1, 679537152},
+	    {HW_FP8, LAYOUT_FP8_CURRENT, 1, 679537152},
+	    {HW_FP8, LAYOUT_FP8_BLOCKWISE, 0, 906160137.75},
+	    {HW_FP8, LAYOUT_FP8_MXFP8, 0, 920206560},
+	    {HW_FP8, LAYOUT_FP8_MXFP8, 1, 920206560},
+	    {HW_FP4, LAYOUT_FP8_DELAYED, 1, 707851200},
+	};
+	(void)state;
+	memset(&any, 0, sizeof(any));
+	any.fp8_any_layout = 1;
+	assert_true(llm_layer_params_rank(&gpt3, 8) == 226512384);
+	for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
+		l.dtype = want[i].dtype;
+		l.fp8_recipe = want[i].recipe;
+		mem_stage(&gpt3, &l, want[i].any ? &any : NULL, 1, &st);
+		assert_true(st.weights == 24 * want[i].layer);
+	}
+}
+
+/*
  * One layer's saved activations under fp8 and fp4 (mem_act_gemm_in_bytes,
  * mem_act_proj_in_bytes, mem_act_core_in_bytes), GPT-3 175B's layer (s
  * 2048, b 1, h 12288, a 96, ffn 4h) with flash attention, t 1, tensor by
@@ -3425,6 +3480,7 @@ int main(void)
 	    cmocka_unit_test(test_window),
 	    cmocka_unit_test(test_mla),
 	    cmocka_unit_test(test_activation_bytes_gpt3),
+	    cmocka_unit_test(test_fp8_weight_copies),
 	    cmocka_unit_test(test_activation_bytes_fp8),
 	    cmocka_unit_test(test_zb_memory),
 	    cmocka_unit_test(test_bytes_per_param),

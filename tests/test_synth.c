@@ -970,18 +970,25 @@ static void test_fp8_recipes(void **state)
 		synth_out_release(&so);
 		graph_free(gr);
 	}
+	/* The weights' kept copies: per tensor, the transpose only where the
+	 * GEMMs are TN-only (g: Blackwell's any layout). */
 	layout_default(&l);
-	assert_true(mem_lowp_weight_bytes(&l) == 0);
+	g.fp8_any_layout = 1;
+	assert_true(mem_lowp_weight_bytes(&l, NULL) == 0);
 	l.dtype = HW_FP8;
-	assert_true(mem_lowp_weight_bytes(&l) == 2);
+	assert_true(mem_lowp_weight_bytes(&l, NULL) == 2);
+	assert_true(mem_lowp_weight_bytes(&l, &g) == 1);
 	l.fp8_recipe = LAYOUT_FP8_CURRENT;
-	assert_true(mem_lowp_weight_bytes(&l) == 2);
+	assert_true(mem_lowp_weight_bytes(&l, NULL) == 2);
+	assert_true(mem_lowp_weight_bytes(&l, &g) == 1);
 	l.fp8_recipe = LAYOUT_FP8_BLOCKWISE;
-	assert_true(mem_lowp_weight_bytes(&l) == 2 + 8.0 / 16384);
+	assert_true(mem_lowp_weight_bytes(&l, NULL) == 2 + 8.0 / 16384);
 	l.fp8_recipe = LAYOUT_FP8_MXFP8;
-	assert_true(mem_lowp_weight_bytes(&l) == 2.0625);
+	assert_true(mem_lowp_weight_bytes(&l, NULL) == 2.0625);
+	assert_true(mem_lowp_weight_bytes(&l, &g) == 2.0625);
 	l.dtype = HW_FP4;
-	assert_true(mem_lowp_weight_bytes(&l) == 1.125);
+	assert_true(mem_lowp_weight_bytes(&l, &g) == 1.125);
+	g.fp8_any_layout = 0;
 }
 
 /*
@@ -3808,25 +3815,46 @@ static void test_sp_rs_beside_wgrad(void **state)
 	}
 }
 
+/*
+ * The sequence-parallel all-gathers of the small GPT at tp 2 (its 8
+ * layers on each of the 2 ranks: 16 a step, each gather of 2^20 values)
+ * by the bytes a value (kperf_lowp_gather_bytes): bf16 2; per
+ * tensor fp8 every quantised gather 1 (the row-wise data); blockwise and
+ * mxfp8 the forward's inputs (QKV's, FC1's: row-wise) and the backward's
+ * re-gathers of them (column-wise) one copy with its scales, q = 1 + 4 /
+ * 128 (blockwise: 1,081,344 B) or 1 + 1 / 32 (mxfp8: 1,081,344 B too) or
+ * 0.5 + 1 / 16 (fp4, NVFP4: 589,824 B), 64 of them, and the projection's
+ * and FC2's output gradients both copies, 2 q (2,162,688 B; fp4
+ * 1,179,648), 32; the embedding's gradient's 4 gathers stay bf16.
+ * A LoRA adapter on FC1 has its forward gather, and so its re-gather, in
+ * bf16 (return_layernorm_output_gathered).
+ */
 static void test_sp_fp8_gather(void **state)
 {
 	static const struct {
 		int dtype, recipe, lora;
-		int ag_fp8, ag_bf16;
-	} want[] = {{HW_BF16, LAYOUT_FP8_DELAYED, 0, 0, 100},
-		    {HW_FP8, LAYOUT_FP8_DELAYED, 0, 96, 4},
-		    {HW_FP8, LAYOUT_FP8_CURRENT, 0, 96, 4},
-		    {HW_FP8, LAYOUT_FP8_BLOCKWISE, 0, 0, 100},
-		    {HW_FP8, LAYOUT_FP8_DELAYED, 1, 48, 16}};
+		double q; /* B, a gather of one scaled copy (0: none) */
+		int ag_fp8, ag_bf16, ag_q, ag_2q;
+	} want[] = {{HW_BF16, LAYOUT_FP8_DELAYED, 0, 0, 0, 100, 0, 0},
+		    {HW_FP8, LAYOUT_FP8_DELAYED, 0, 0, 96, 4, 0, 0},
+		    {HW_FP8, LAYOUT_FP8_CURRENT, 0, 0, 96, 4, 0, 0},
+		    {HW_FP8, LAYOUT_FP8_BLOCKWISE, 0, 1081344, 0, 4, 64, 32},
+		    {HW_FP8, LAYOUT_FP8_MXFP8, 0, 1081344, 0, 4, 64, 32},
+		    {HW_FP4, LAYOUT_FP8_DELAYED, 0, 589824, 0, 4, 64, 32},
+		    {HW_FP8, LAYOUT_FP8_DELAYED, 1, 0, 48, 16, 0, 0}};
+	struct hw_profile bw;
 	(void)state;
+	fp8_gpu(&bw);
 	for (size_t k = 0; k < sizeof(want) / sizeof(want[0]); k++) {
 		struct synth_in in;
 		struct synth_out so;
 		struct settle_out st;
 		struct graph *g;
-		int a1 = 0, a2 = 0, rs = 0, side = 0, rs_side = 0;
+		int a1 = 0, a2 = 0, aq = 0, a2q = 0, rs = 0, side = 0, rs_side = 0;
 		uint32_t rs_proc[2] = {UINT32_MAX, UINT32_MAX};
 		small(&in);
+		if (want[k].recipe == LAYOUT_FP8_MXFP8 || want[k].dtype == HW_FP4)
+			in.hw = &bw; /* (both ask for a profile with an fp4 peak) */
 		in.lay.tp = 2;
 		in.lay.sp = 1;
 		in.lay.dtype = want[k].dtype;
@@ -3852,12 +3880,14 @@ static void test_sp_fp8_gather(void **state)
 			if (g->colls[i].kind == GC_ALL_GATHER) {
 				a1 += g->colls[i].bytes == 1048576;
 				a2 += g->colls[i].bytes == 2097152;
+				aq += g->colls[i].bytes == want[k].q;
+				a2q += g->colls[i].bytes == 2 * want[k].q;
 				side += pr != rs_proc[g->procs[pr].rank];
 			}
 		}
-		print_message("sp gathers %zu: %d fp8, %d bf16 (%d re-gathers), %d "
-			      "reduce-scatters\n",
-			      k, a1, a2, side, rs);
+		print_message("sp gathers %zu: %d fp8, %d bf16, %d and %d of one and two scaled "
+			      "copies (%d re-gathers), %d reduce-scatters\n",
+			      k, a1, a2, aq, a2q, side, rs);
 		assert_int_equal(rs, 66);
 		/* the backward's 34 (2 a layer, the output layer's 2) beside
 		 * the weight gradients' GEMMs, the forward's on the compute
@@ -3867,6 +3897,8 @@ static void test_sp_fp8_gather(void **state)
 		assert_int_equal(side, want[k].lora ? 0 : 34);
 		assert_int_equal(a1, want[k].ag_fp8);
 		assert_int_equal(a2, want[k].ag_bf16);
+		assert_int_equal(aq, want[k].ag_q);
+		assert_int_equal(a2q, want[k].ag_2q);
 		synth_out_release(&so);
 		graph_free(g);
 	}

@@ -451,13 +451,31 @@ double kperf_lowp_norm_out_bytes(int dtype, int recipe, int exec)
 	return norm_writes_fp8(dtype, recipe, exec) ? 1 : 2;
 }
 
-double kperf_lowp_gather_bytes(int dtype, int recipe, int exec, int quantised)
+double kperf_lowp_copy_bytes(int dtype, int recipe)
+{
+	if (dtype == HW_FP4)
+		return 0.5 + 1.0 / 16;
+	if (dtype != HW_FP8)
+		return 2;
+	switch (recipe) {
+	case LAYOUT_FP8_BLOCKWISE:
+		return 1 + 4.0 / 128;
+	case LAYOUT_FP8_MXFP8:
+		return 1 + 1.0 / 32;
+	default:
+		return 1;
+	}
+}
+
+double kperf_lowp_gather_bytes(int dtype, int recipe, int exec, int usage)
 {
 	int per_tensor = recipe == LAYOUT_FP8_DELAYED || recipe == LAYOUT_FP8_CURRENT;
-	return quantised && dtype == HW_FP8 && per_tensor &&
-		       !compiled_tensorwise(dtype, recipe, exec)
-		   ? 1
-		   : 2;
+	if (usage == KPERF_GATHER_BF16 || (dtype != HW_FP8 && dtype != HW_FP4) ||
+	    compiled_tensorwise(dtype, recipe, exec))
+		return 2;
+	if (dtype == HW_FP8 && per_tensor)
+		return 1;
+	return (usage == KPERF_GATHER_BOTH ? 2 : 1) * kperf_lowp_copy_bytes(dtype, recipe);
 }
 
 /* Transformer Engine's per-tensor fp8 cast of n values: with its

@@ -261,17 +261,39 @@ int kperf_lowp_casts(int dtype, int recipe, int exec, int of, int any_layout, do
  * Transformer Engine), else 2 (bf16). */
 double kperf_lowp_norm_out_bytes(int dtype, int recipe, int exec);
 
-/* Bytes a value of a sequence-parallel all-gather of a GEMM's input (the
- * normed input of a column-parallel LayerNormLinear, forward) or output
- * gradient (a row-parallel Linear's, backward), quantised before the gather
- * or not: 1 under Transformer Engine's per-tensor fp8 recipes (delayed,
- * current: distributed.py gather_along_first_dim -> _all_gather_fp8, the
- * row-wise fp8 data gathered, one scale_inv for all ranks), else 2 (bf16:
- * bf16 runs; torchao's Float8Linear under torch.compile; blockwise, mxfp8
- * and fp4, taken as bf16 here).  quantised: 0 where the framework gathers
- * the tensor in bf16 whatever the recipe (a LoRA adapter's
- * return_layernorm_output_gathered). */
-double kperf_lowp_gather_bytes(int dtype, int recipe, int exec, int quantised);
+/* Bytes a value of a sequence-parallel all-gather of a GEMM's input or
+ * output gradient, by what Transformer Engine gathers
+ * (transformer_engine/pytorch/distributed.py gather_along_first_dim, TE
+ * 2.12 to 2.20; the usages set in module/linear.py, layernorm_linear.py
+ * and _common.py set_quantizer_usage_for_wgrad_all_gather):
+ *   KPERF_GATHER_BF16  the framework gathers bf16 whatever the recipe (a
+ *                      LoRA adapter's return_layernorm_output_gathered): 2;
+ *   KPERF_GATHER_ROW   a forward GEMM's input, quantised with row-wise
+ *                      usage only;
+ *   KPERF_GATHER_COL   a column-parallel Linear's saved input gathered
+ *                      again for its weight gradient (column-wise usage);
+ *   KPERF_GATHER_BOTH  a row-parallel Linear's output gradient, quantised
+ *                      with both usages (dgrad reads the row-wise data,
+ *                      wgrad the column-wise).
+ * Per tensor (delayed, current: _all_gather_fp8) every gather is of the
+ * row-wise fp8 data alone, 1 byte (its one scale_inv taken as the ranks'
+ * own; the transpose made after the gather).  Blockwise
+ * (_start_all_gather_fp8_blockwise), mxfp8 (_all_gather_mxfp8) and fp4
+ * (NVFP4, _all_gather_nvfp4) gather each usage's data and its scales
+ * (kperf_lowp_copy_bytes): ROW and COL one copy, BOTH two.  torchao's
+ * Float8Linear under torch.compile and bf16 runs: 2. */
+enum kperf_gather { KPERF_GATHER_BF16, KPERF_GATHER_ROW, KPERF_GATHER_COL, KPERF_GATHER_BOTH };
+double kperf_lowp_gather_bytes(int dtype, int recipe, int exec, int usage);
+
+/* Bytes a value of one usage's copy (row-wise or column-wise) of a tensor
+ * quantised under dtype and recipe, its scales included (Transformer
+ * Engine's quantizers, csrc/quantizer.cpp get_scale_shape, the scales'
+ * padding left out): fp8 per tensor 1 (one fp32 scale a tensor, not
+ * counted); blockwise 1 + 4 / 128 (an fp32 scale per 1 x 128 block: the
+ * inputs' and gradients' Float8BlockQuantizer, block_scaling_dim 1);
+ * mxfp8 1 + 1 / 32 (an E8M0 byte per 32 values); fp4 (NVFP4) 0.5 + 1 / 16
+ * (an E4M3 byte per 16); 2 (bf16) for any other dtype. */
+double kperf_lowp_copy_bytes(int dtype, int recipe);
 
 /* Whether a weight's low-precision copies are made once a step and kept
  * for every microbatch (Transformer Engine's modules), or made in every

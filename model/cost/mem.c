@@ -1,6 +1,8 @@
 /* mem.c - weights, optimizer state, buffers and activations per stage. */
 #include "mem.h"
 
+#include "kperf.h"
+
 #include <math.h>
 #include <string.h>
 
@@ -33,18 +35,7 @@ static double lora_act(const struct llm *m, const struct layout *l)
 
 double mem_act_gemm_in_bytes(const struct layout *l)
 {
-	if (l->dtype == HW_FP4)
-		return 0.5 + 1.0 / 16;
-	if (l->dtype != HW_FP8)
-		return 2;
-	switch (l->fp8_recipe) {
-	case LAYOUT_FP8_BLOCKWISE:
-		return 1 + 4.0 / 128;
-	case LAYOUT_FP8_MXFP8:
-		return 1 + 1.0 / 32;
-	default:
-		return 1;
-	}
+	return kperf_lowp_copy_bytes(l->dtype, l->fp8_recipe);
 }
 
 double mem_act_core_in_bytes(const struct layout *l)
@@ -310,19 +301,19 @@ int mem_prec(int dtype)
 	return dtype == HW_FP16 ? MEM_PREC_FP16 : MEM_PREC_BF16;
 }
 
-double mem_lowp_weight_bytes(const struct layout *l)
+double mem_lowp_weight_bytes(const struct layout *l, const struct hw_profile *hw)
 {
-	if (l->dtype == HW_FP4)
-		return 2 * 0.5 + 2.0 / 16;
-	if (l->dtype != HW_FP8)
+	double q = kperf_lowp_copy_bytes(l->dtype, l->fp8_recipe);
+	if (l->dtype != HW_FP8 && l->dtype != HW_FP4)
 		return 0;
-	switch (l->fp8_recipe) {
-	case LAYOUT_FP8_BLOCKWISE:
+	switch (l->dtype == HW_FP4 ? -1 : l->fp8_recipe) {
+	case LAYOUT_FP8_BLOCKWISE: /* 128 x 128 blocks, an fp32 scale each */
 		return 2 + 2 * 4.0 / (128 * 128);
-	case LAYOUT_FP8_MXFP8:
-		return 2 + 2.0 / 32;
-	default:
-		return 2;
+	case LAYOUT_FP8_DELAYED:
+	case LAYOUT_FP8_CURRENT: /* the transpose only where GEMMs are TN-only */
+		return hw && hw->fp8_any_layout ? q : 2 * q;
+	default: /* mxfp8, fp4: both usages' data and scales */
+		return 2 * q;
 	}
 }
 
@@ -770,7 +761,7 @@ void mem_stage(const struct llm *m, const struct layout *l, const struct hw_prof
 	int split = layout_head_stage(l) != 0;
 	/* FP8 (or FP4) GEMMs keep quantised copies of each layer weight
 	 * (mem_lowp_weight_bytes a parameter), sharded like the weights. */
-	double qw = mem_lowp_weight_bytes(l);
+	double qw = mem_lowp_weight_bytes(l, hw);
 	/* A hybrid model: each kind's activations; the stage's layers'
 	 * parameters by their kinds (nl, in place of n x layer), the largest
 	 * kind's a layer (what ZeRO's buffers hold at once). */

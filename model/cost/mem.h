@@ -199,9 +199,10 @@ const char *mem_verdict_name(int verdict, int brief);
  * dtype but fp8 and fp4) 2; fp8 delayed or current 1 (one fp32 scale a
  * tensor, not counted); blockwise 1 + 4 / 128 (an fp32 scale per 1 x 128
  * block); mxfp8 1 + 1 / 32 (an E8M0 byte per 32); fp4 (NVFP4) 0.5 + 1 / 16
- * (an E4M3 byte per 16).  The norms' inputs, the residuals, the attention
- * core's Q, K, V (no fp8 attention), FC1's output (the activation's
- * input), the router's and the dropout masks stay as they are. */
+ * (an E4M3 byte per 16): kperf_lowp_copy_bytes, one copy's.  The norms'
+ * inputs, the residuals, the attention core's Q, K, V (no fp8 attention),
+ * FC1's output (the activation's input), the router's and the dropout
+ * masks stay as they are. */
 double mem_act_gemm_in_bytes(const struct layout *l);
 
 /* Bytes an element of the attention core's Q, K and V held for its
@@ -301,12 +302,19 @@ void mem_moe_layer_params(const struct llm *m, const struct layout *l, double *d
 int mem_prec(int dtype);
 
 /* Bytes a layer-weight parameter adds under l's low-precision GEMMs: the
- * quantised copies Transformer Engine keeps for the step (a row-wise one
- * for the forward, a column-wise one for the backward) and their scales:
- * fp8 delayed or current 2; blockwise 2 + 2 x 4 / (128 x 128) (an fp32
- * scale per 128 x 128 block); mxfp8 2 + 2 / 32 (an E8M0 byte per 32);
- * fp4 (NVFP4) 2 x 0.5 + 2 / 16 (an E4M3 byte per 16); 0 otherwise. */
-double mem_lowp_weight_bytes(const struct layout *l);
+ * quantised copies Transformer Engine keeps for the step (its weight
+ * workspace, made on the first microbatch with row-wise usage for the
+ * forward and column-wise usage for the input gradient) and their scales
+ * (docs/MODEL.md "Weights, gradients, optimizer state"): fp8 delayed or
+ * current 2 (Float8Tensor's data and its transpose), 1 on a GPU whose fp8
+ * GEMMs take either layout (hw->fp8_any_layout: Float8Quantizer and
+ * Float8CurrentScalingQuantizer make no transpose where
+ * nvte_is_non_tn_fp8_gemm_supported); blockwise 2 + 2 x 4 / (128 x 128)
+ * (row-wise and column-wise data, an fp32 scale per 128 x 128 block
+ * each); mxfp8 2 + 2 / 32 (both usages' data, an E8M0 byte per 32 each);
+ * fp4 (NVFP4) 2 x (0.5 + 1 / 16); 0 otherwise.  hw may be NULL (a GPU of
+ * TN-only fp8 GEMMs, Hopper's). */
+double mem_lowp_weight_bytes(const struct layout *l, const struct hw_profile *hw);
 
 /* Bytes per parameter of weights, gradients and optimizer state. */
 void mem_bytes_per_param(int prec, double *weights, double *grads, double *optimizer);
@@ -332,7 +340,8 @@ struct mem_opt_traffic {
 };
 void mem_opt_traffic(const struct layout *l, struct mem_opt_traffic *t);
 
-/* Stage s of l (0 <= s < pp); hw is not read (may be NULL). */
+/* Stage s of l (0 <= s < pp); hw may be NULL (mem_lowp_weight_bytes: only the
+ * quantised weights' copies read it). */
 void mem_stage(const struct llm *m, const struct layout *l, const struct hw_profile *hw, int s,
 	       struct mem_stage *out);
 

@@ -632,13 +632,30 @@ static double rc_bound(const struct synth_in *in, const struct hw_profile *hw, i
 }
 
 /* One tensor-parallel collective of kind over bs tokens' activations of
- * width w (bf16): its time, 0 where comm_time has none. */
-static double tp_coll_s(const struct synth_in *in, int kind, double bs, double w)
+ * width w, eb bytes a value: its time, 0 where comm_time has none. */
+static double tp_coll_eb_s(const struct synth_in *in, int kind, double bs, double w, double eb)
 {
 	struct comm_group g = {in->lay.tp, in->lay.tp};
 	struct comm_est e;
-	return comm_time(in->hw, kind, bs * w * 2, g, in->comm_eff, COMM_AUTO, &e) == 0 ? e.time_s
-											: 0;
+	return comm_time(in->hw, kind, bs * w * eb, g, in->comm_eff, COMM_AUTO, &e) == 0 ? e.time_s
+											 : 0;
+}
+
+/* The same in bf16. */
+static double tp_coll_s(const struct synth_in *in, int kind, double bs, double w)
+{
+	return tp_coll_eb_s(in, kind, bs, w, 2);
+}
+
+/* The least bytes a value of a sequence-parallel gather of b s h that
+ * layer.c's gather_bytes gives a usage (kperf_lowp_gather_bytes; bf16's 2
+ * where the framework gathers bf16, or blockwise's and mxfp8's two copies
+ * are more). */
+static double sp_gather_eb(const struct synth_in *in, int usage)
+{
+	const struct layout *l = &in->lay;
+	double eb = kperf_lowp_gather_bytes(l->dtype, l->fp8_recipe, l->exec, usage);
+	return eb < 2 ? eb : 2;
 }
 
 /* MLA's attention's tensor-parallel collectives on the compute stream
@@ -660,7 +677,7 @@ static void mla_tp_s(const struct synth_in *in, double bs, double *f, double *b)
 		     (rope > 0 ? tp_coll_s(in, GC_ALL_GATHER, bs, rope) : 0) +
 		     tp_coll_s(in, GC_REDUCE_SCATTER, bs, h);
 		*b = (rope > 0 ? tp_coll_s(in, GC_REDUCE_SCATTER, bs, rope) : 0) +
-		     tp_coll_s(in, GC_ALL_GATHER, bs, h);
+		     tp_coll_eb_s(in, GC_ALL_GATHER, bs, h, sp_gather_eb(in, KPERF_GATHER_BOTH));
 	} else {
 		*f = tp_coll_s(in, GC_ALL_REDUCE, bs, h);
 		*b = 0;
@@ -669,26 +686,14 @@ static void mla_tp_s(const struct synth_in *in, double bs, double *f, double *b)
 
 /* The tensor-parallel collectives of one round over the activations of
  * bs tokens: an all-reduce, or with sequence parallelism a reduce-scatter
- * and an all-gather. */
+ * and an all-gather (of the forward GEMM's input: sp_gather_eb). */
 static double tp_round_s(const struct synth_in *in, double bs)
 {
-	const struct layout *l = &in->lay;
-	struct comm_group g = {l->tp, l->tp};
-	double h = in->m.hidden, round = 0;
-	struct comm_est e;
-
-	if (l->sp) {
-		if (comm_time(in->hw, GC_REDUCE_SCATTER, bs * h * 2, g, in->comm_eff, COMM_AUTO,
-			      &e) == 0)
-			round += e.time_s;
-		if (comm_time(in->hw, GC_ALL_GATHER, bs * h * 2, g, in->comm_eff, COMM_AUTO, &e) ==
-		    0)
-			round += e.time_s;
-	} else if (comm_time(in->hw, GC_ALL_REDUCE, bs * h * 2, g, in->comm_eff, COMM_AUTO, &e) ==
-		   0) {
-		round = e.time_s;
-	}
-	return round;
+	double h = in->m.hidden;
+	if (!in->lay.sp)
+		return tp_coll_s(in, GC_ALL_REDUCE, bs, h);
+	return tp_coll_s(in, GC_REDUCE_SCATTER, bs, h) +
+	       tp_coll_eb_s(in, GC_ALL_GATHER, bs, h, sp_gather_eb(in, KPERF_GATHER_ROW));
 }
 
 /*
@@ -881,7 +886,9 @@ double synth_lower_bound(const struct synth_in *in)
 		 * or all-reduce runs beside its column-parallel Linear's
 		 * weight-gradient GEMM (linear_bwd_g); the bound keeps the
 		 * sequence-parallel gather alone. */
-		att_b = mlp_b = l->sp ? tp_coll_s(in, GC_ALL_GATHER, bs, in->m.hidden) : 0;
+		att_b = mlp_b = l->sp ? tp_coll_eb_s(in, GC_ALL_GATHER, bs, in->m.hidden,
+						     sp_gather_eb(in, KPERF_GATHER_BOTH))
+				      : 0;
 		if (llm_mla(m))
 			mla_tp_s(in, bs, &att_f, &att_b);
 	}

@@ -188,44 +188,55 @@ static int ln_linear_of(const struct ctx *c, int lora_bit);
  * gather_bytes).  Transformer Engine quantises the tensor before the gather
  * where its module's GEMM takes it in fp8: forward, the normed input of a
  * LayerNormLinear (layernorm_linear.py _LayerNormLinear.forward:
- * gather_along_first_dim(ln_out, tp_group, quantizer=input_quantizer)),
- * in bf16 where a LoRA adapter asks for the gathered bf16 norm output
- * (return_layernorm_output_gathered; ln_linear_of), lora_bit that
- * module's adapter (-1: none); backward (GATHER_GRAD), the output gradient
- * of a row-parallel Linear (base.py grad_output_preprocess: quantizer
- * given where ctx.fp8).  The reduce-scatters stay bf16: a row-parallel
- * Linear's output (linear.py forward, reduce_scatter_along_first_dim of
- * the bf16 GEMM output) and a column-parallel one's input gradient
- * (layernorm_linear.py backward, of the bf16 dgrad).
+ * gather_along_first_dim(ln_out, tp_group, quantizer=input_quantizer),
+ * row-wise usage: KPERF_GATHER_ROW), in bf16 where a LoRA adapter asks for
+ * the gathered bf16 norm output (return_layernorm_output_gathered;
+ * ln_linear_of), lora_bit that module's adapter (-1: none); backward
+ * (GATHER_GRAD), the output gradient of a row-parallel Linear (base.py
+ * grad_output_preprocess: quantizer given where ctx.fp8, both usages set
+ * in linear.py's backward: KPERF_GATHER_BOTH).  gather_bytes_of: the
+ * saved input gathered again for the weight gradient (usage
+ * KPERF_GATHER_COL: ctx.ln_out_needs_gather,
+ * set_quantizer_usage_for_wgrad_all_gather), by the forward's rule for
+ * LoRA.  The reduce-scatters stay bf16: a row-parallel Linear's output
+ * (linear.py forward, reduce_scatter_along_first_dim of the bf16 GEMM
+ * output) and a column-parallel one's input gradient (layernorm_linear.py
+ * backward, of the bf16 dgrad).
  */
 #define GATHER_GRAD (-2)
-static double gather_bytes(const struct ctx *c, int lora_bit)
+static double gather_bytes_of(const struct ctx *c, int lora_bit, int usage)
 {
 	const struct layout *l = &c->in->lay;
-	int q = lora_bit == GATHER_GRAD || ln_linear_of(c, lora_bit) == KPERF_CAST_NORMED;
-	return kperf_lowp_gather_bytes(l->dtype, l->fp8_recipe, l->exec, q);
+	int u = lora_bit == GATHER_GRAD				 ? KPERF_GATHER_BOTH
+		: ln_linear_of(c, lora_bit) == KPERF_CAST_NORMED ? usage
+								 : KPERF_GATHER_BF16;
+	return kperf_lowp_gather_bytes(l->dtype, l->fp8_recipe, l->exec, u);
+}
+
+static double gather_bytes(const struct ctx *c, int lora_bit)
+{
+	return gather_bytes_of(c, lora_bit, KPERF_GATHER_ROW);
 }
 
 /*
  * Bytes a value of the sequence-parallel gathers of a Transformer Engine
  * Linear's own (TEColumnParallelLinear, not a LayerNormLinear) under fp8:
- * forward, its input, which linear.py _Linear.forward quantises before
- * the gather (with_input_all_gather_nccl: input_quantizer(inputmat), then
- * gather_along_first_dim(inputmat, tp_group, quantizer=input_quantizer));
- * backward, the saved quantised shard gathered again for the weight
- * gradient (ctx.backward_input_needs_gather, quantizer=ctx.input_quantizer),
- * and a row-parallel one's output gradient (GATHER_GRAD).  1 byte under
- * the per-tensor recipes (kperf_lowp_gather_bytes); blockwise gathers in
- * high precision (force_hp_input_gather), and mxfp8's data and scales are
- * taken as bf16, as the layers' gathers.  For the shared experts' FC1 and
- * FC2 (SharedExpertMLP without --moe-shared-expert-overlap) and MTP's
- * eh_proj (MultiTokenPredictionLayer._proj_and_transformer_layer runs
+ * forward (KPERF_GATHER_ROW), its input, which linear.py _Linear.forward
+ * quantises before the gather (with_input_all_gather_nccl:
+ * input_quantizer(inputmat), then gather_along_first_dim(inputmat,
+ * tp_group, quantizer=input_quantizer) with row-wise usage); backward
+ * (KPERF_GATHER_COL), the saved quantised shard gathered again for the
+ * weight gradient (ctx.backward_input_needs_gather,
+ * set_quantizer_usage_for_wgrad_all_gather), and a row-parallel one's
+ * output gradient (GATHER_GRAD).  For the shared experts' FC1 and FC2
+ * (SharedExpertMLP without --moe-shared-expert-overlap) and MTP's eh_proj
+ * (MultiTokenPredictionLayer._proj_and_transformer_layer runs
  * _concat_embeddings in get_fp8_context).
  */
-static double te_linear_gather_bytes(const struct ctx *c)
+static double te_linear_gather_bytes(const struct ctx *c, int usage)
 {
 	const struct layout *l = &c->in->lay;
-	return kperf_lowp_gather_bytes(l->dtype, l->fp8_recipe, l->exec, 1);
+	return kperf_lowp_gather_bytes(l->dtype, l->fp8_recipe, l->exec, usage);
 }
 
 /* A block's tensor-parallel round: an all-reduce, or with sequence
@@ -1234,7 +1245,8 @@ static void shared_fwd(struct ctx *c, int r, const struct shape *z)
 	/* (beside the dispatcher Megatron gathers explicitly, bf16) */
 	if (t > 1)
 		tp_coll_eb(c, r, z, c->kstream, GC_ALL_GATHER, z->h,
-			   c->kstream == S_COMPUTE ? te_linear_gather_bytes(c) : 2);
+			   c->kstream == S_COMPUTE ? te_linear_gather_bytes(c, KPERF_GATHER_ROW)
+						   : 2);
 	linear_fwd(c, r, "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_shared_fc1", bs,
 		   z->shared * z->fe_in / t, z->h);
 	sl_kernel(c, r, KC_ELEMENTWISE, z->gated ? "swiglu_fwd_kernel" : "gelu_fwd_kernel",
@@ -1251,7 +1263,7 @@ static void shared_fwd(struct ctx *c, int r, const struct shape *z)
  * Engine's column-parallel Linear (linear.py backward): its saved input
  * shard gathered again beside its input gradient's GEMM and that gradient
  * reduce-scattered beside its weight gradient's (linear_bwd_g); the
- * gathers quantised under fp8 as the forward's (te_linear_gather_bytes,
+ * gathers quantised under fp8 (te_linear_gather_bytes, its column-wise copy;
  * FC2's output gradient's GATHER_GRAD).  Beside the dispatcher (moe_shared_side) Megatron
  * turns the Linears' own communication off (SharedExpertMLP.__init__:
  * parallel_mode None, the gather and reduce-scatter explicit in
@@ -1276,7 +1288,7 @@ static void shared_bwd(struct ctx *c, int r, const struct shape *z)
 			tp_coll(c, r, z, c->kstream, GC_REDUCE_SCATTER);
 	} else {
 		linear_bwd_g(c, r, "shared_fc1", bs, z->shared * z->fe_in / t, z->h, 1, z,
-			     te_linear_gather_bytes(c), z->h);
+			     te_linear_gather_bytes(c, KPERF_GATHER_COL), z->h);
 	}
 }
 
@@ -1750,8 +1762,8 @@ static void mamba_bwd(struct ctx *c, int r, const struct shape *z)
 	acc_add(c, r, mamba_conv_r(z) * (z->mconv + 1) + 3 * z->mh / t);
 	sl_kernel(c, r, KC_ELEMENTWISE, "mamba_in_proj_transpose_copy",
 		  ew(bs * mamba_proj_r(z), 1));
-	linear_bwd_g(c, r, "in_proj", bs, mamba_proj_r(z), z->h, 0, z, gather_bytes(c, -1),
-		     ov ? 0 : z->h);
+	linear_bwd_g(c, r, "in_proj", bs, mamba_proj_r(z), z->h, 0, z,
+		     gather_bytes_of(c, -1, KPERF_GATHER_COL), ov ? 0 : z->h);
 	norm_bwd(c, r, ew(nh, 3));
 	acc_norm(c, r, z);
 	residual_grad(c, r, nh);
@@ -1808,8 +1820,8 @@ static void mlp_fwd(struct ctx *c, int r, const struct shape *z)
  * copies (lowp_cast).  z non-null: a column-parallel Linear whose input,
  * under sequence parallelism, was saved as the rank's shard and is
  * all-gathered again for the weight gradient, gb bytes a value
- * (gather_bytes: the forward's rule; Transformer Engine quantises the
- * saved shard alike): issued before the input gradient's GEMM on the
+ * (gather_bytes_of: Transformer Engine gathers the saved quantised shard's
+ * column-wise copy, or a per-tensor fp8 one's row-wise data): issued before the input gradient's GEMM on the
  * communication stream, overlapped with it and waited for before the
  * weight gradient's (Megatron-LM's tensor_parallel/layers.py
  * LinearWithGradAccumulationAndAsyncCommunication.backward:
@@ -1906,7 +1918,8 @@ static void gemm_bwd(struct ctx *c, int r, const char *what, double m, double n,
 static void col_gemm_bwd(struct ctx *c, int r, const struct shape *z, const char *what, double n,
 			 int lora_bit)
 {
-	linear_bwd_g(c, r, what, z->b * z->s, n, z->h, 1, z, gather_bytes(c, lora_bit),
+	linear_bwd_g(c, r, what, z->b * z->s, n, z->h, 1, z,
+		     gather_bytes_of(c, lora_bit, KPERF_GATHER_COL),
 		     tp_overlapped(c, z) ? 0 : z->h);
 }
 
@@ -2260,7 +2273,8 @@ void sl_mtp_fwd(struct ctx *c, int r, const struct shape *z)
 	sl_kernel(c, r, KC_NORM, "vectorized_layer_norm_kernel", ew(nh, 1));
 	sl_kernel(c, r, KC_ELEMENTWISE, "CatArrayBatchedCopy", ew(2 * nh, 1));
 	if (t > 1 && c->in->lay.sp)
-		tp_coll_eb(c, r, z, S_COMPUTE, GC_ALL_GATHER, 2 * z->h, te_linear_gather_bytes(c));
+		tp_coll_eb(c, r, z, S_COMPUTE, GC_ALL_GATHER, 2 * z->h,
+			   te_linear_gather_bytes(c, KPERF_GATHER_ROW));
 	linear_fwd(c, r, "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_eh_proj", bs, z->h / t,
 		   2 * z->h);
 	if (t > 1)
@@ -2274,8 +2288,8 @@ void sl_mtp_fwd(struct ctx *c, int r, const struct shape *z)
  * no communication); eh_proj's gradients (no bias; Transformer Engine's
  * column-parallel Linear, get_mtp_layer_spec's TEColumnParallelLinear):
  * under sequence parallelism its saved input shard gathered again beside
- * the input gradient's GEMM (in the forward gather's bytes,
- * te_linear_gather_bytes), and its input's gradient reduce-scattered
+ * the input gradient's GEMM (its column-wise copy, te_linear_gather_bytes
+ * KPERF_GATHER_COL), and its input's gradient reduce-scattered
  * (all-reduced without) beside the weight gradient's (linear_bwd_g); the
  * two norms'; the embedding's gradient into the last stage's copy of it
  * (with sequence parallelism gathered first, embed_reduce_bwd). */
@@ -2284,8 +2298,8 @@ void sl_mtp_bwd(struct ctx *c, int r, const struct shape *z)
 	double bs = z->b * z->s, t = z->t, sp = c->in->lay.sp ? t : 1, nh = bs * z->h / sp;
 	if (t > 1 && c->in->lay.sp)
 		tp_coll(c, r, z, S_COMPUTE, GC_ALL_GATHER);
-	linear_bwd_g(c, r, "eh_proj", bs, z->h / t, 2 * z->h, 0, z, te_linear_gather_bytes(c),
-		     2 * z->h);
+	linear_bwd_g(c, r, "eh_proj", bs, z->h / t, 2 * z->h, 0, z,
+		     te_linear_gather_bytes(c, KPERF_GATHER_COL), 2 * z->h);
 	norm_bwd(c, r, ew(nh, 3));
 	acc_norm(c, r, z);
 	norm_bwd(c, r, ew(nh, 3));
