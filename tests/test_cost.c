@@ -2510,7 +2510,11 @@ static void test_analytic_small(void **state)
 	}
 	assert_int_equal(out.microbatches, 4);
 	assert_rel_close(out.t_compute, 4773.47446784e-6, 1e-9);
-	assert_rel_close(out.t_tp, 4 * 2097152 / 100e9 + 3 * 4096 / 100e9, 1e-12);
+	/* The layers' all-reduces, the loss's, and the receiver's all-gather
+	 * of its scattered transfer over tp (stage 0 its gradient's, stage
+	 * 1 its activations', one a microbatch each: synth_pp_gather_s): a
+	 * ring of 2 moves half of the 2,097,152 bytes, 10.48576 us. */
+	assert_rel_close(out.t_tp, 4 * 2097152 / 100e9 + 3 * 4096 / 100e9 + 1048576 / 100e9, 1e-12);
 	assert_rel_close(out.t_p2p, 2 * 1048576 / 100e9, 1e-12);
 	assert_rel_close(out.t_dp, 4 * 30028800 / 100e9, 1e-12);
 	/* Stage 0's reductions and the tied embedding's all-reduce, less the
@@ -2524,7 +2528,8 @@ static void test_analytic_small(void **state)
 	/* ... and the optimizer after those launches (opt_or_host): the tail,
 	 * exposed and optimizer, as long as without them. */
 	assert_rel_close(out.t_opt, 42 * 30028800 / 1e12 + 4 * 2 * 0.75 / 100e9 + 30.6e-6, 1e-12);
-	assert_rel_close(out.t_slot, 4878.45494784e-6, 1e-9);
+	/* (4,878.45494784 us before the gather: 10.48576 us a slot) */
+	assert_rel_close(out.t_slot, 4888.94070784e-6, 1e-9);
 	/* The other stage once: its forward in the fill, its backward in the
 	 * drain, at its GPU's pace: its forward share (its compute's with the
 	 * layer's forward all-reduces, the dry run's: fwd_share; the backward's
@@ -2541,11 +2546,16 @@ static void test_analytic_small(void **state)
 	 * side's backward share, 2,106.68 - 766.58 = 1,340.10 us: 2,172.70 us;
 	 * the step the same 140.73 us longer.
 	 * (With the all-reduces split as the compute the forward fell short of
-	 * the launches, the fill at the host's pace.) */
-	assert_rel_close(out.t_bubble, 832.6e-6 + 2031.97251584e-6 + 74711040 / 1e12 - 766.58e-6,
-			 1e-6);
+	 * the launches, the fill at the host's pace.)  Stage 0's gather of
+	 * the gradient it receives lies in that backward share: the drain
+	 * 10.48576 us longer; the step too, and its 4 slots 4 x 10.48576 us. */
+	assert_rel_close(
+	    out.t_bubble,
+	    832.6e-6 + 2031.97251584e-6 + 74711040 / 1e12 - 766.58e-6 + 1048576 / 100e9, 1e-6);
 	assert_true(out.t_bubble > 2031.97251584e-6 + 74711040 / 1e12);
-	assert_rel_close(out.t_iter, 24.6635139072e-3 + 60e-12 + (out.t_bubble - 2031.97251584e-6),
+	assert_rel_close(out.t_iter,
+			 24.6635139072e-3 + 4 * 1048576 / 100e9 + 60e-12 +
+			     (out.t_bubble - 2031.97251584e-6),
 			 1e-12);
 	/* With pp_overlap the sends leave the slots for the fill and drain,
 	 * half a transfer each way: the 4 slots lose 20.97152 us each, the
@@ -2554,27 +2564,32 @@ static void test_analytic_small(void **state)
 	 * (the embedding's five launches: docs/MODEL.md, "The embedding's own
 	 * kernels"; before them the bubble stayed the GPU side's, as without),
 	 * 2.93 us longer than without (9.86 us while a transfer was the whole
-	 * b s h); the step 4 x 20.97152 us shorter less that. */
+	 * b s h); the step 4 x 20.97152 us shorter less that.  The
+	 * receiver's all-gather stays on the compute stream, in the slot
+	 * (2,175.63426 us before it: 10.48576 us more, stage 0's drain). */
 	{
 		struct analytic_out ov;
 		double x = 2 * 1048576 / 100e9;
 		in.lay.pp_overlap = 1;
 		assert_int_equal(analytic_estimate(&in, &ov, &err), 0);
 		assert_rel_close(ov.t_slot, out.t_slot - x, 1e-9);
-		assert_rel_close(ov.t_bubble, 2175.63426e-6, 1e-8);
+		assert_rel_close(ov.t_bubble, 2186.12002e-6, 1e-8);
 		assert_rel_close(ov.t_iter, out.t_iter - 4 * x + (ov.t_bubble - out.t_bubble),
 				 1e-9);
 		in.lay.pp_overlap = 0;
 	}
 	/* Without scatter-gather (Megatron-core) each rank sends the whole
 	 * 1 x 1024 x 1024 bf16, 2,097,152 bytes: 20.97152 us a transfer, the
-	 * slot's two 20.97152 us longer than above. */
+	 * slot's two 20.97152 us longer than above, and no all-gather
+	 * (10.48576 us): 10.48576 us longer in all. */
 	{
 		struct analytic_out wh;
 		in.lay.pp_scatter_gather = 0;
 		assert_int_equal(analytic_estimate(&in, &wh, &err), 0);
 		assert_rel_close(wh.t_p2p, 2 * 2097152 / 100e9, 1e-12);
-		assert_rel_close(wh.t_slot, out.t_slot + 2 * 1048576 / 100e9, 1e-9);
+		assert_rel_close(wh.t_slot, out.t_slot + 2 * 1048576 / 100e9 - 1048576 / 100e9,
+				 1e-9);
+		assert_rel_close(wh.t_tp, out.t_tp - 1048576 / 100e9, 1e-12);
 		in.lay.pp_scatter_gather = 1;
 	}
 	/* MFU: model FLOPs of the batch over time x 8 GPUs x peak. */
@@ -2631,7 +2646,7 @@ static void test_analytic_small(void **state)
 		 * mask); backward the dropout's (5 MiB), the positions' copy (4
 		 * MiB), fill (2 MiB) and scatter (6 MiB), the words' copy (4 MiB)
 		 * and fill (32,768,000 bytes): 74,711,040 bytes, 74.71104 us */
-		assert_rel_close(bub, 2031.97251584e-6 + 74711040 / 1e12, 1e-9);
+		assert_rel_close(bub, 2031.97251584e-6 + 74711040 / 1e12 + 1048576 / 100e9, 1e-9);
 		synth_in_default(&si);
 		si.m = in.m;
 		si.hw = &hw;
@@ -2643,8 +2658,11 @@ static void test_analytic_small(void **state)
 		/* stage 0's GPU side's forward share: its compute's (f of f +
 		 * b), and each layer's two forward all-reduces, all its slot
 		 * holds (fwd_share; the backward's run beside its weight
-		 * gradients), and the embedding's all-reduce (20.97152 us) */
-		gf = (bub - 83.88608e-6 - 20.97152e-6) * f / (f + b) + 83.88608e-6 + 20.97152e-6;
+		 * gradients), and the embedding's all-reduce (20.97152 us); the
+		 * gather of the gradient it receives (10.48576 us) the
+		 * backward's */
+		gf = (bub - 83.88608e-6 - 20.97152e-6 - 1048576 / 100e9) * f / (f + b) +
+		     83.88608e-6 + 20.97152e-6;
 		/* ZB-1P (pipe_ends): stage 0's forward share of its slot in the
 		 * fill; the last stage holds 2 W passes (its (s+1)-th B, s = 1)
 		 * of its 2 layers, 4 w, after its last B, beside stage 0's last
@@ -2669,17 +2687,21 @@ static void test_analytic_small(void **state)
 			synth_extra_times(&si, &emb, &head);
 			in.lay.schedule = LAYOUT_ZBV;
 			assert_int_equal(analytic_estimate(&in, &out, &err), 0);
+			/* (the other stage, 1, gathers 2 transfers a
+			 * microbatch under the V: its first chunk's
+			 * activations and its second's gradient, the turn
+			 * between them in place; 1F1B's stage 0 one) */
 			assert_rel_close(out.t_bubble,
-					 (bub - fmin(emb, head) - 20.97152e-6) / 2 *
-					     fmax(f, f + b - 3 * w) / (f + b),
+					 (bub - fmin(emb, head) - 20.97152e-6 + 1048576 / 100e9) /
+					     2 * fmax(f, f + b - 3 * w) / (f + b),
 					 1e-9);
 			/* DualPipeV: ZB-V's (test_dpv_bubble: the same where
 			 * T_F = T_B = T_W) */
 			in.lay.schedule = LAYOUT_DUALPIPEV;
 			assert_int_equal(analytic_estimate(&in, &out, &err), 0);
 			assert_rel_close(out.t_bubble,
-					 (bub - fmin(emb, head) - 20.97152e-6) / 2 *
-					     fmax(f, f + b - 3 * w) / (f + b),
+					 (bub - fmin(emb, head) - 20.97152e-6 + 1048576 / 100e9) /
+					     2 * fmax(f, f + b - 3 * w) / (f + b),
 					 1e-9);
 		}
 		in.lay.schedule = LAYOUT_1F1B;

@@ -6127,6 +6127,81 @@ static void test_pp_transfer_bytes(void **state)
 }
 
 /*
+ * The receiver's all-gather under pp_scatter_gather, by hand: the small
+ * GPT (h 1024, s 1024), b 1, tp 2 (no sp), pp 2, 4 microbatches, on
+ * h100-dgx.  Each rank receives its 1 / t piece, 1 x 1024 x 1024 x 2 / 2
+ * = 1,048,576 bytes, and the pair all-gather the whole 2,097,152 (the
+ * collective's output) over NVLink: a ring of 2, one step, 1,048,576
+ * bytes on the wire at 450 GB/s x nvlink_bus_eff 0.643 = 289.35 GB/s,
+ * 3.623902 us; LL128 (a step 4.032 x 1.9 / 3.4 = 2.253176 us, the bytes
+ * at 0.92: 3.939024 us) beats Simple (4.032 + 3.623902) and LL (0.711529
+ * + 7.247804), plus collective_base_us 23.850: 30.042200 us a gather.
+ * 1F1B: stage 0 gathers each microbatch's gradient (backward), stage 1
+ * its activations (forward), one each.  Interleaved, vp 2 (chunks of 2
+ * layers, model chunks 0, 2 on stage 0 and 1, 3 on stage 1): stage 0
+ * receives chunk 2's activations and chunks 0's and 2's gradients (1 + 2),
+ * stage 1 chunk 1's and 3's activations and chunk 1's gradients (2 + 1).
+ * The graph holds that many all-gathers of 2,097,152 bytes a step, each
+ * on a compute stream (among the layers' kernels), 30.042 us long; none
+ * without the knob.  Megatron-LM 2021's p2p_communication.py
+ * (_communicate: gather_split_1d_tensor after the receives).
+ */
+static void test_pp_gather(void **state)
+{
+	static const struct {
+		int vp, sched, nf[2], nb[2];
+	} cs[] = {{1, LAYOUT_1F1B, {0, 1}, {1, 0}}, {2, LAYOUT_INTERLEAVED, {1, 2}, {2, 1}}};
+	const double one = 30.042200e-6;
+	(void)state;
+	for (size_t k = 0; k < sizeof(cs) / sizeof(cs[0]); k++)
+		for (int sg = 0; sg <= 1; sg++) {
+			struct synth_in in;
+			struct synth_out so;
+			struct settle_out st;
+			struct graph *g;
+			int n = 0, want = 0;
+			small(&in);
+			in.lay.tp = 2;
+			in.lay.pp = 2;
+			in.lay.vp = cs[k].vp;
+			in.lay.schedule = cs[k].sched;
+			in.lay.microbatches = 4;
+			in.lay.pp_scatter_gather = sg;
+			for (int s = 0; s < 2; s++) {
+				double f, b;
+				synth_pp_gather_s(&in, s, &f, &b);
+				print_message("vp %d sg %d stage %d: gathers %.6f us forward, %.6f "
+					      "us backward\n",
+					      cs[k].vp, sg, s, f * 1e6, b * 1e6);
+				assert_rel_close(f, sg * cs[k].nf[s] * one, 1e-6);
+				assert_rel_close(b, sg * cs[k].nb[s] * one, 1e-6);
+				want += sg * in.lay.microbatches * (cs[k].nf[s] + cs[k].nb[s]);
+			}
+			g = build(&in, &so, &st);
+			for (uint32_t i = 0; i < g->n_colls; i++) {
+				const struct graph_coll *x = &g->colls[i];
+				uint32_t p = g->proc[x->node], kern = 0;
+				if (x->kind != GC_ALL_GATHER)
+					continue;
+				n++;
+				assert_int_equal(x->bytes, 2097152);
+				assert_int_equal(x->group_size, 2);
+				assert_int_equal(strncmp(strtab_get(&g->st, x->pg), "tp.", 3), 0);
+				assert_true(llabs(g->dur_ns[x->node] - 30042) <= 1);
+				for (uint32_t u = g->procs[p].first;
+				     u < g->procs[p].first + g->procs[p].n && !kern; u++)
+					kern = g->kind[u] == GN_KERNEL;
+				assert_true(kern); /* a compute stream */
+			}
+			print_message("vp %d sg %d: %d all-gathers over %d steps\n", cs[k].vp, sg,
+				      n, in.steps);
+			assert_int_equal(n, in.steps * want);
+			synth_out_release(&so);
+			graph_free(g);
+		}
+}
+
+/*
  * Uneven interleaved stages (docs/MODEL.md "Analytic estimate",
  * fwd_share in analytic.c): GPT-3 1.3B at tp 2 sp, pp 4 vp 2, dp 64, 8
  * microbatches of 1, the stages' layers 6,6,8,4 (the default sweep's
@@ -6834,6 +6909,7 @@ int main(void)
 	    cmocka_unit_test(test_grad_chain),
 	    cmocka_unit_test(test_pipe_ends),
 	    cmocka_unit_test(test_pp_transfer_bytes),
+	    cmocka_unit_test(test_pp_gather),
 	    cmocka_unit_test(test_analytic_uneven_interleaved),
 	    cmocka_unit_test(test_exec_stage_host),
 	    cmocka_unit_test(test_exec_host_verdict),

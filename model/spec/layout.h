@@ -766,8 +766,8 @@ enum layout_show {
 	X(pp_scatter_gather, L, l->pp > 1 && l->tp > 1 && !l->sp, v, .kind = LK_BOOL, .lo = 0,    \
 	  .hi = 1, .def = 0, .opt = "pp-scatter-gather",                                           \
 	  .help = "without --sp, each tensor-parallel rank sends 1/tp of a pipeline transfer "    \
-		  "(Megatron-LM 2021's scatter_gather_tensors_in_pipeline; the receiver's "       \
-		  "all-gather over tp not modelled); default: each rank sends the whole "         \
+		  "and the receiver all-gathers it over tp before use (Megatron-LM 2021's "       \
+		  "scatter_gather_tensors_in_pipeline); default: each rank sends the whole "      \
 		  "microbatch's activations, as Megatron-core",                                    \
 	  .flags = LK_SWEEP | LK_STORE | LK_JSON | LK_FORCE, .key = "ppsg",                        \
 	  .show = LK_SHOW_CHANGED)                                                                 \

@@ -295,7 +295,8 @@ static int shared_terms(const struct analytic_in *in, struct terms *T, struct pr
 struct stage_est {
 	double n, nm, emb, head, ehf, ehb, hhf, hhb;
 	double xtp, xtpf; /* the embedding's and the loss's tensor-parallel
-			   * collectives, and their forward share */
+			   * collectives (and pp_scatter_gather's gathers),
+			   * and their forward share */
 	double c, slot, gs, slack, tp, off, bwd, P, Pe;
 	double xf;	   /* the pipeline transfers off the slot (pp_overlap) */
 	double hx[2];	   /* what the host's launches outlast the GPU side by,
@@ -742,6 +743,15 @@ static void stage_inputs(const struct analytic_in *in, const struct terms *T, in
 	 * embedding gradient's gather backward. */
 	e->xtpf = (s == 0 ? T->emb_tp[0] : 0) + (s == hs ? T->head_tp : 0);
 	e->xtp = e->xtpf + (s == 0 ? T->emb_tp[1] : 0);
+	/* And under pp_scatter_gather the receiver's all-gathers of its
+	 * pipeline transfers, on the compute stream before the units that
+	 * take them (synth_pp_gather_s). */
+	{
+		double gf, gb;
+		synth_pp_gather_s(&T->si, s, &gf, &gb);
+		e->xtpf += gf;
+		e->xtp += gf + gb;
+	}
 	/* The host's launches of the two, forward and backward. */
 	e->ehf = s == 0 ? T->eh.emb_fwd_s : 0;
 	e->ehb = s == 0 ? T->eh.emb_bwd_s : 0;

@@ -781,6 +781,15 @@ static double fill_drain_bound(const struct synth_in *in, const struct hw_profil
 			ww += m->mtp_layers *
 			      (logits / 3 + (double)l->microbatches * (mo ? moe_w : dense_w));
 		}
+		/* Under pp_scatter_gather its compute stream rebuilds each
+		 * transfer it receives, every microbatch (synth_pp_gather_s;
+		 * the stages' before it left out of the fill: a weaker
+		 * bound). */
+		{
+			double gf, gb;
+			synth_pp_gather_s(in, k, &gf, &gb);
+			w += (double)l->microbatches * (gf + gb);
+		}
 		if (fill + w > best && !zb)
 			best = fill + w;
 		if (zb && kindw) {

@@ -154,19 +154,20 @@ static void gemm(struct ctx *c, int r, const char *name, double m, double n, dou
 static void tp_coll_eb(struct ctx *c, int r, const struct shape *z, int st, int kind, double width,
 		       double eb)
 {
+	sl_tp_coll(c, r, z, st, kind, z->b * z->s * width * (kind == GC_ALL_GATHER ? eb : 2));
+}
+
+void sl_tp_coll(struct ctx *c, int r, const struct shape *z, int st, int kind, double bytes)
+{
 	struct comm_group g = {(int)z->t, z->tp_per_node};
 	char pg[32] = "";
 	if (!c->dry) /* a dry run's collective (its time alone) has no group */
 		snprintf(pg, sizeof(pg), "tp.%d", r);
-	if (kind == GC_REDUCE_SCATTER)
-		se_collective(c, r, st, kind, "ncclDevKernel_ReduceScatter_Sum_bf16_RING_LL",
-			      z->b * z->s * width * 2, g, pg);
-	else if (kind == GC_ALL_GATHER)
-		se_collective(c, r, st, kind, "ncclDevKernel_AllGather_RING_LL",
-			      z->b * z->s * width * eb, g, pg);
-	else
-		se_collective(c, r, st, kind, "ncclDevKernel_AllReduce_Sum_bf16_RING_LL",
-			      z->b * z->s * width * 2, g, pg);
+	se_collective(c, r, st, kind,
+		      kind == GC_REDUCE_SCATTER ? "ncclDevKernel_ReduceScatter_Sum_bf16_RING_LL"
+		      : kind == GC_ALL_GATHER	? "ncclDevKernel_AllGather_RING_LL"
+						: "ncclDevKernel_AllReduce_Sum_bf16_RING_LL",
+		      bytes, g, pg);
 }
 
 /* The same in bf16. */

@@ -37,8 +37,8 @@ static int lora(const struct ctx *c)
 
 /* 1 where each tensor-parallel rank sends 1 / t of a pipeline transfer
  * without sequence parallelism (pp_scatter_gather, where it applies:
- * tp > 1, no sp).  The receiver's all-gather of the pieces over tp
- * (Megatron-LM 2021's gather_split_1d_tensor) is not modelled. */
+ * tp > 1, no sp), and the receiver all-gathers the pieces over tp
+ * (pp_gather). */
 static int pp_scattered(const struct synth_in *in)
 {
 	return in->lay.pp_scatter_gather && in->lay.tp > 1 && !in->lay.sp;
@@ -75,6 +75,27 @@ static void pp_transfer(struct ctx *c, int r, int st, int kind, int from_s, int 
 	se_collective(c, r, st, kind, "ncclDevKernel_SendRecv", pp_bytes(c->in, z), g, pg);
 }
 
+/* Bytes of the receiver's all-gather under scatter-gather (its output:
+ * the whole b x s x h the t pieces make), 0 where there is none. */
+static double pp_gather_bytes(const struct synth_in *in, const struct shape *z)
+{
+	return pp_scattered(in) ? pp_bytes(in, z) * z->t : 0;
+}
+
+/* Under scatter-gather, the receiver rebuilds the transfer before the
+ * unit's compute takes it: Megatron-LM 2021's p2p_communication.py
+ * _communicate waits for its receives, torch.cuda.synchronize(), then
+ * gather_split_1d_tensor (megatron/mpu/random.py: torch.distributed
+ * all_gather of the 1 / t chunks over the tensor-parallel group,
+ * synchronous) -- on the compute stream, after the receive, before the
+ * unit's first kernel, forward (activations) and backward (their
+ * gradients) alike. */
+static void pp_gather(struct ctx *c, int r, const struct shape *z)
+{
+	if (pp_scattered(c->in))
+		sl_tp_coll(c, r, z, S_COMPUTE, GC_ALL_GATHER, pp_gather_bytes(c->in, z));
+}
+
 double synth_pp_transfer_s(const struct synth_in *in)
 {
 	struct shape z;
@@ -108,6 +129,7 @@ static void pp_recv(struct ctx *c, int r, int os, int oc, const struct shape *z,
 		st = fwd ? S_RECVF2 : S_RECVB2;
 	pp_transfer(c, r, st, GC_RECV, os, oc, z, fwd);
 	se_event_wait(c, r, st, S_COMPUTE);
+	pp_gather(c, r, z);
 }
 
 /* A unit's output (of stage s, chunk ch) sent on once its compute is
@@ -500,14 +522,19 @@ static void gather_before(struct ctx *c, int r, const struct shape *z, int depth
  * if none, or if it is the same stage's: ZB-V's turn hands over in place),
  * with *ps and *pc set; and where it sends its output.  The model chunk
  * before or after, wherever layout_chunk_model places it. */
+static int chunk_nb(const struct layout *l, int n, int s, int ch, int d, int *ps, int *pc)
+{
+	int k = layout_chunk_model(l, s, ch) + d;
+	if (k < 0 || k >= n)
+		return 0;
+	layout_chunk_place(l, k, ps, pc);
+	return *ps != s;
+}
+
 static int fwd_nb(const struct ctx *c, const struct shape *z, int s, int ch, int d, int *ps,
 		  int *pc)
 {
-	int k = layout_chunk_model(&c->lay, s, ch) + d;
-	if (k < 0 || k >= z->p * z->v)
-		return 0;
-	layout_chunk_place(&c->lay, k, ps, pc);
-	return *ps != s;
+	return chunk_nb(&c->lay, z->p * z->v, s, ch, d, ps, pc);
 }
 
 static int fwd_prev(const struct ctx *c, const struct shape *z, int s, int ch, int *ps, int *pc)
@@ -518,6 +545,32 @@ static int fwd_prev(const struct ctx *c, const struct shape *z, int s, int ch, i
 static int fwd_next(const struct ctx *c, const struct shape *z, int s, int ch, int *ns_, int *nc)
 {
 	return fwd_nb(c, z, s, ch, 1, ns_, nc);
+}
+
+void synth_pp_gather_s(const struct synth_in *in, int stage, double *fwd_s, double *bwd_s)
+{
+	struct shape z;
+	struct layout l;
+	struct comm_est e;
+	int os, oc, nf = 0, nb = 0;
+	*fwd_s = *bwd_s = 0;
+	if (!pp_scattered(in) || in->lay.pp <= 1 || in->bare)
+		return;
+	sl_shape(in, &z);
+	synth_mem_layout(in, &l);
+	/* a receive each way for each chunk whose model chunk before (its
+	 * activations) or after (their gradients) is on another stage, as
+	 * unit_fwd and unit_bwd receive them */
+	for (int ch = 0; ch < z.v; ch++) {
+		nf += chunk_nb(&l, z.p * z.v, stage, ch, -1, &os, &oc);
+		nb += chunk_nb(&l, z.p * z.v, stage, ch, 1, &os, &oc);
+	}
+	/* (sl_tp_coll's group, as synth_build places it: z.tp_per_node) */
+	if (comm_time(in->hw, GC_ALL_GATHER, pp_gather_bytes(in, &z),
+		      (struct comm_group){in->lay.tp, in->lay.tp}, in->comm_eff, COMM_AUTO, &e))
+		return;
+	*fwd_s = nf * e.time_s;
+	*bwd_s = nb * e.time_s;
 }
 
 void ss_transfers(struct ctx *c, int s, const struct shape *z, double *fwd_s, double *bwd_s)

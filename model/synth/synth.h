@@ -316,6 +316,14 @@ double synth_grad_stats_s(const struct synth_in *in);
  * stages share a domain, else one NIC; 0 without a pipeline. */
 double synth_pp_transfer_s(const struct synth_in *in);
 
+/* Under pp_scatter_gather (where it applies: tp > 1, no sp), the
+ * receiver's all-gather of each transfer's t pieces over its
+ * tensor-parallel group, on the compute stream before the unit that
+ * takes it (step.c pp_gather): stage `stage`'s, one microbatch, in
+ * seconds, its forward units' (*fwd_s: the activations') and backward
+ * units' (*bwd_s: their gradients'); 0 where there is none (or bare). */
+void synth_pp_gather_s(const struct synth_in *in, int stage, double *fwd_s, double *bwd_s);
+
 /* Parameters a gradient bucket holds before it is reduced: bucket_mb of
  * main gradients, or Megatron-LM's max(40M, 1M x dp). */
 double synth_bucket_params(const struct synth_in *in);

@@ -674,6 +674,13 @@ void sl_shape(const struct synth_in *in, struct shape *z);
  * (Megatron's order, pipeline outermost), else 1. */
 int sl_pp_per_node(const struct synth_in *in);
 
+/* A tensor-parallel collective of kind (GC_ALL_REDUCE, GC_REDUCE_SCATTER,
+ * GC_ALL_GATHER) of bytes (a gather's: its output, the whole tensor) over
+ * rank r's tensor-parallel group ("tp.R"), on stream st: the one home of
+ * that group, for a layer's collectives and the pipeline's
+ * scatter-gather (step.c pp_recv). */
+void sl_tp_coll(struct ctx *c, int r, const struct shape *z, int st, int kind, double bytes);
+
 /* A memory-bound kernel of class cls (KC_*) moving bytes, on rank r's
  * compute stream. */
 void sl_kernel(struct ctx *c, int r, int cls, const char *name, double bytes);
