@@ -66,9 +66,70 @@ static void dry_tp_unit(struct ctx *c, struct rankst *rk, const struct synth_in 
 	z->tp_per_node = in->lay.tp;
 }
 
+/*
+ * The last inputs' layer, embedding and head times, per thread: judging
+ * one candidate of a sweep times the same input's layer, embedding and
+ * head several times (synth_partition's balanced placement from each
+ * synth_mem_layout -- the memory, the estimate, its stages' host time,
+ * the bound -- and the estimate's own terms), each a dry run of some
+ * 10,000 instructions.  An entry holds for the input's bytes and its
+ * profile's (the dry runs read no more: no kernel database, dry_ctx);
+ * two entries, the candidate's input and the estimate's (synth_in_default
+ * with the candidate's model, profile and layout), the older replaced.
+ */
+enum { TM_LAYER = 1, TM_EXTRA = 2 };
+struct times_memo {
+	struct synth_in in;
+	struct hw_profile hw;
+	unsigned have; /* TM_ bits; 0: an empty entry */
+	double lt[3];  /* synth_layer_times' */
+	double et[2];  /* synth_extra_times' */
+};
+static _Thread_local struct times_memo tmemo[2];
+static _Thread_local int tmemo_last; /* the entry used last */
+
+/* in's entry, emptied where in is new (replacing the one used before
+ * last); NULL where in has no profile. */
+static struct times_memo *times_memo(const struct synth_in *in)
+{
+	struct times_memo *e;
+	if (!in->hw)
+		return NULL;
+	for (int i = 0; i < 2; i++) {
+		e = &tmemo[tmemo_last ^ i];
+		if (e->have && memcmp(&e->in, in, sizeof(*in)) == 0 &&
+		    memcmp(&e->hw, in->hw, sizeof(*in->hw)) == 0) {
+			tmemo_last ^= i;
+			return e;
+		}
+	}
+	tmemo_last ^= 1;
+	e = &tmemo[tmemo_last];
+	memcpy(&e->in, in, sizeof(*in));
+	memcpy(&e->hw, in->hw, sizeof(*in->hw));
+	e->have = 0;
+	return e;
+}
+
+static void extra_times(const struct synth_in *in, double *emb, double *head);
+
 /* The kernel model's time of the embedding's forward and backward (*emb)
  * and of the head's and loss's (*head), one microbatch. */
 void synth_extra_times(const struct synth_in *in, double *emb, double *head)
+{
+	struct times_memo *e = times_memo(in);
+	if (e && (e->have & TM_EXTRA)) {
+		*emb = e->et[0], *head = e->et[1];
+		return;
+	}
+	extra_times(in, emb, head);
+	if (e) {
+		e->et[0] = *emb, e->et[1] = *head;
+		e->have |= TM_EXTRA;
+	}
+}
+
+static void extra_times(const struct synth_in *in, double *emb, double *head)
 {
 	struct ctx c;
 	struct rankst rk;
@@ -399,7 +460,16 @@ double synth_layer_wgrad_s(const struct synth_in *in, int moe)
 
 void synth_layer_times(const struct synth_in *in, double *fwd_s, double *bwd_s, double *attn_fwd_s)
 {
+	struct times_memo *e = times_memo(in);
+	if (e && (e->have & TM_LAYER)) {
+		*fwd_s = e->lt[0], *bwd_s = e->lt[1], *attn_fwd_s = e->lt[2];
+		return;
+	}
 	layer_times(in, 0, fwd_s, bwd_s, attn_fwd_s);
+	if (e) {
+		e->lt[0] = *fwd_s, e->lt[1] = *bwd_s, e->lt[2] = *attn_fwd_s;
+		e->have |= TM_LAYER;
+	}
 }
 
 void synth_moe_layer_times(const struct synth_in *in, double *fwd_s, double *bwd_s,
