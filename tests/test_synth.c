@@ -103,6 +103,43 @@ static void test_times_memo(void **state)
 	assert_memory_equal(y, ea, sizeof(y));
 }
 
+/*
+ * synth_stage_host times each stage's optimizer in one dry pass, host and
+ * kernels together (bound.c): its host time does not move when every
+ * kernel takes twice as long, its kernels' time doubles exactly (each
+ * kernel's time is scaled by 2, exact in binary), and so do neither the
+ * transfers' nor the data-parallel host times of the stages after it.
+ * With 2,000 layers a stage's pass adds more host times than the pass
+ * keeps (STAGE_HOST_LOG), and the same holds.
+ */
+static void test_stage_host_one_pass(void **state)
+{
+	(void)state;
+	static const int layers[] = {8, 2000};
+	for (size_t i = 0; i < sizeof(layers) / sizeof(*layers); i++) {
+		struct synth_in a, b;
+		struct synth_stage_host sa[2], sb[2];
+		small(&a);
+		a.m.layers = layers[i];
+		a.lay.pp = 2;
+		a.lay.dp = 2;
+		a.lay.zero = 1;
+		b = a;
+		for (int c = 0; c < KC_NCLASSES; c++)
+			b.scale[c] = 2 * a.scale[c];
+		synth_stage_host(&a, sa);
+		synth_stage_host(&b, sb);
+		for (int s = 0; s < 2; s++) {
+			assert_true(sa[s].opt_s > 0 && sa[s].opt_gpu_s > 0);
+			assert_true(sa[s].opt_s == sb[s].opt_s);
+			assert_true(2 * sa[s].opt_gpu_s == sb[s].opt_gpu_s);
+			assert_true(sa[s].xfer_fwd_s > 0 && sa[s].xfer_fwd_s == sb[s].xfer_fwd_s);
+			assert_true(sa[s].xfer_bwd_s == sb[s].xfer_bwd_s);
+			assert_true(sa[s].dp_last_s > 0 && sa[s].dp_last_s == sb[s].dp_last_s);
+		}
+	}
+}
+
 static struct graph *build(const struct synth_in *in, struct synth_out *so, struct settle_out *st)
 {
 	struct graph *g = NULL;
@@ -6784,6 +6821,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_flops_formula),
 	    cmocka_unit_test(test_times_memo),
+	    cmocka_unit_test(test_stage_host_one_pass),
 	    cmocka_unit_test(test_pipeline_bubble),
 	    cmocka_unit_test(test_zb_bubble),
 	    cmocka_unit_test(test_zbv_bubble),
