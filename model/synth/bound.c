@@ -186,7 +186,7 @@ void synth_extra_host(const struct synth_in *in, struct synth_extra_host *h)
 }
 
 /* Additions to the host's time kept from a stage's optimizer pass
- * (synth_stage_host); a stage with more passes again. */
+ * (synth_stage_host); a stage that makes more runs its pass again. */
 #define STAGE_HOST_LOG 4096
 
 void synth_stage_host(const struct synth_in *in, struct synth_stage_host *st)

@@ -165,8 +165,6 @@ void se_record_op(struct ctx *c, const double key[OPKEY], se_op_fmt fmt)
 	}
 }
 
-/* Launch GPU task `name` of `seconds` on stream st; coll: a collective
- * entry to attach, or NULL. */
 /* A dry run's host time s added (and kept where c->dry_log is set). */
 static void dry_host_add(struct ctx *c, double s)
 {
@@ -178,6 +176,8 @@ static void dry_host_add(struct ctx *c, double s)
 	}
 }
 
+/* Launch GPU task `name` of `seconds` on stream st; coll: a collective
+ * entry to attach, or NULL. */
 /* Whether a launch on stream st of rank r is inside a host region
  * (synth_host): a layer's forward or backward on its compute streams, a
  * dense layer's under graphs (a dry run's layer -1 is a dense one unless
