@@ -908,10 +908,49 @@ static void test_megatron_partition(void **state)
 	assert_int_equal(r.part[0], 2), assert_int_equal(r.part[1], 2);
 }
 
+/* layout_chunk_first without a placement: each model chunk before it
+ * holds layers / pp / v, wherever the schedule puts it.  GPT-3's 96
+ * layers: pp 4 vp 3 interleaved, 8 a chunk, stage 2's chunk 1 is model
+ * chunk 1 x 4 + 2 = 6 (48 layers before it); ZB-V on pp 4, 12 a chunk,
+ * stage 1's second chunk is model chunk 2 x 4 - 1 - 1 = 6 (72); pp 1 vp
+ * 1: 0.  And the same with a balanced partition's part (stage 0 and 3
+ * with 20, stages 1 and 2 with 28: chunks of part[s] / v): stage 2's
+ * chunk 1 after the four chunks of round 0 (20 + 28 + 28 + 20) / 2 and
+ * stage 0 and 1's of round 1 (10 + 14): 72. */
+static void test_chunk_first_even(void **state)
+{
+	struct llm m;
+	struct layout l;
+	(void)state;
+	memset(&m, 0, sizeof(m));
+	m.layers = 96;
+	layout_default(&l);
+	l.pp = 4;
+	l.vp = 3;
+	l.schedule = LAYOUT_INTERLEAVED;
+	assert_int_equal(layout_chunk_first(&m, &l, 2, 1), 48);
+	assert_int_equal(layout_chunk_first(&m, &l, 0, 0), 0);
+	assert_int_equal(layout_chunk_first(&m, &l, 3, 2), 88);
+	l.schedule = LAYOUT_ZBV;
+	assert_int_equal(layout_chunk_first(&m, &l, 1, 1), 72);
+	assert_int_equal(layout_chunk_first(&m, &l, 3, 1), 48);
+	assert_int_equal(layout_chunk_first(&m, &l, 3, 0), 36);
+	l.pp = 1;
+	l.schedule = LAYOUT_1F1B;
+	assert_int_equal(layout_chunk_first(&m, &l, 0, 0), 0);
+	l.pp = 4;
+	l.vp = 2;
+	l.schedule = LAYOUT_INTERLEAVED;
+	l.part[0] = 20, l.part[1] = 28, l.part[2] = 28, l.part[3] = 20;
+	assert_int_equal(layout_chunk_first(&m, &l, 2, 1), 72);
+	assert_int_equal(layout_chunk_first(&m, &l, 3, 0), 38);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_rows),
+	    cmocka_unit_test(test_chunk_first_even),
 	    cmocka_unit_test(test_set_heads),
 	    cmocka_unit_test(test_default),
 	    cmocka_unit_test(test_key),

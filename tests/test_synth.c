@@ -48,6 +48,98 @@ static void mla_dims(struct llm *m, int q_lora, int kv_lora, int nope, int rope,
 	m->v_head_dim = v;
 }
 
+/*
+ * synth_layer_times and synth_extra_times keep their last two inputs'
+ * times per thread (bound.c times_memo): the same input (its bytes and its
+ * profile's) gives the same times bit for bit however the calls
+ * alternate, and a profile changed in place -- the same pointer, other
+ * bytes -- is timed again, as a copy of it elsewhere is.
+ */
+static void test_times_memo(void **state)
+{
+	(void)state;
+	struct synth_in a, b;
+	struct hw_profile slow;
+	double la[3], lb[3], ea[2], eb[2], x[3], y[2], ls[3], es[2];
+
+	small(&a);
+	b = a;
+	b.scale[KC_GEMM] = 2; /* another input: its GEMMs twice as long */
+	synth_layer_times(&a, &la[0], &la[1], &la[2]);
+	synth_extra_times(&a, &ea[0], &ea[1]);
+	synth_layer_times(&b, &lb[0], &lb[1], &lb[2]);
+	synth_extra_times(&b, &eb[0], &eb[1]);
+	assert_true(lb[0] > la[0] && lb[1] > la[1] && eb[0] >= ea[0] && eb[1] > ea[1]);
+	for (int i = 0; i < 3; i++) {
+		const struct synth_in *in = i % 2 ? &b : &a;
+		const double *l = i % 2 ? lb : la, *e = i % 2 ? eb : ea;
+		synth_layer_times(in, &x[0], &x[1], &x[2]);
+		synth_extra_times(in, &y[0], &y[1]);
+		assert_memory_equal(x, l, sizeof(x));
+		assert_memory_equal(y, e, sizeof(y));
+	}
+	/* The profile's GEMMs and memory at half speed, in place: */
+	slow = hw;
+	for (int d = 0; d < HW_NDTYPES; d++)
+		slow.peak_flops[d] /= 2;
+	slow.hbm_Bps /= 2;
+	b = a;
+	b.hw = &slow; /* (another address) */
+	synth_layer_times(&b, &ls[0], &ls[1], &ls[2]);
+	synth_extra_times(&b, &es[0], &es[1]);
+	assert_true(ls[0] > la[0] && ls[1] > la[1] && es[1] > ea[1]);
+	{
+		struct hw_profile keep = hw;
+		hw = slow;
+		synth_layer_times(&a, &x[0], &x[1], &x[2]);
+		synth_extra_times(&a, &y[0], &y[1]);
+		hw = keep;
+	}
+	assert_memory_equal(x, ls, sizeof(x));
+	assert_memory_equal(y, es, sizeof(y));
+	synth_layer_times(&a, &x[0], &x[1], &x[2]);
+	synth_extra_times(&a, &y[0], &y[1]);
+	assert_memory_equal(x, la, sizeof(x));
+	assert_memory_equal(y, ea, sizeof(y));
+}
+
+/*
+ * synth_stage_host times each stage's optimizer in one dry pass, host and
+ * kernels together (bound.c): its host time does not move when every
+ * kernel takes twice as long, its kernels' time doubles exactly (each
+ * kernel's time is scaled by 2, exact in binary), and so do neither the
+ * transfers' nor the data-parallel host times of the stages after it.
+ * With 2,000 layers a stage's pass adds more host times than the pass
+ * keeps (STAGE_HOST_LOG), and the same holds.
+ */
+static void test_stage_host_one_pass(void **state)
+{
+	(void)state;
+	static const int layers[] = {8, 2000};
+	for (size_t i = 0; i < sizeof(layers) / sizeof(*layers); i++) {
+		struct synth_in a, b;
+		struct synth_stage_host sa[2], sb[2];
+		small(&a);
+		a.m.layers = layers[i];
+		a.lay.pp = 2;
+		a.lay.dp = 2;
+		a.lay.zero = 1;
+		b = a;
+		for (int c = 0; c < KC_NCLASSES; c++)
+			b.scale[c] = 2 * a.scale[c];
+		synth_stage_host(&a, sa);
+		synth_stage_host(&b, sb);
+		for (int s = 0; s < 2; s++) {
+			assert_true(sa[s].opt_s > 0 && sa[s].opt_gpu_s > 0);
+			assert_true(sa[s].opt_s == sb[s].opt_s);
+			assert_true(2 * sa[s].opt_gpu_s == sb[s].opt_gpu_s);
+			assert_true(sa[s].xfer_fwd_s > 0 && sa[s].xfer_fwd_s == sb[s].xfer_fwd_s);
+			assert_true(sa[s].xfer_bwd_s == sb[s].xfer_bwd_s);
+			assert_true(sa[s].dp_last_s > 0 && sa[s].dp_last_s == sb[s].dp_last_s);
+		}
+	}
+}
+
 static struct graph *build(const struct synth_in *in, struct synth_out *so, struct settle_out *st)
 {
 	struct graph *g = NULL;
@@ -6835,6 +6927,8 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_flops_formula),
+	    cmocka_unit_test(test_times_memo),
+	    cmocka_unit_test(test_stage_host_one_pass),
 	    cmocka_unit_test(test_pipeline_bubble),
 	    cmocka_unit_test(test_zb_bubble),
 	    cmocka_unit_test(test_zbv_bubble),

@@ -990,9 +990,14 @@ int layout_chunk_layers(const struct llm *m, const struct layout *l, int s, int 
 
 int layout_chunk_first(const struct llm *m, const struct layout *l, int s, int c)
 {
-	int first = 0, ks, kc;
+	int first = 0, ks, kc, n = layout_chunk_model(l, s, c);
+	/* No placement (every chunk holds layers / pp / v): n chunks before
+	 * it, as the sum below makes it.  (Each build's units, optimizer and
+	 * gathers and the estimate's stages ask for it per layer pass.) */
+	if (l->pp <= 1 || (!l->part_chunks && l->part[0] == 0))
+		return n * layout_chunk_layers(m, l, s, c);
 	/* The model chunks before it, wherever they sit. */
-	for (int k = 0; k < layout_chunk_model(l, s, c); k++) {
+	for (int k = 0; k < n; k++) {
 		layout_chunk_place(l, k, &ks, &kc);
 		first += layout_chunk_layers(m, l, ks, kc);
 	}

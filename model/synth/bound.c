@@ -66,9 +66,70 @@ static void dry_tp_unit(struct ctx *c, struct rankst *rk, const struct synth_in 
 	z->tp_per_node = in->lay.tp;
 }
 
+/*
+ * The last inputs' layer, embedding and head times, per thread: judging
+ * one candidate of a sweep times the same input's layer, embedding and
+ * head several times (synth_partition's balanced placement from each
+ * synth_mem_layout -- the memory, the estimate, its stages' host time,
+ * the bound -- and the estimate's own terms), each a dry run of some
+ * 10,000 instructions.  An entry holds for the input's bytes and its
+ * profile's (the dry runs read no more: no kernel database, dry_ctx);
+ * two entries, the candidate's input and the estimate's (synth_in_default
+ * with the candidate's model, profile and layout), the older replaced.
+ */
+enum { TM_LAYER = 1, TM_EXTRA = 2 };
+struct times_memo {
+	struct synth_in in;
+	struct hw_profile hw;
+	unsigned have; /* TM_ bits; 0: an empty entry */
+	double lt[3];  /* synth_layer_times' */
+	double et[2];  /* synth_extra_times' */
+};
+static _Thread_local struct times_memo tmemo[2];
+static _Thread_local int tmemo_last; /* the entry used last */
+
+/* in's entry, emptied where in is new (replacing the one used before
+ * last); NULL where in has no profile. */
+static struct times_memo *times_memo(const struct synth_in *in)
+{
+	struct times_memo *e;
+	if (!in->hw)
+		return NULL;
+	for (int i = 0; i < 2; i++) {
+		e = &tmemo[tmemo_last ^ i];
+		if (e->have && memcmp(&e->in, in, sizeof(*in)) == 0 &&
+		    memcmp(&e->hw, in->hw, sizeof(*in->hw)) == 0) {
+			tmemo_last ^= i;
+			return e;
+		}
+	}
+	tmemo_last ^= 1;
+	e = &tmemo[tmemo_last];
+	memcpy(&e->in, in, sizeof(*in));
+	memcpy(&e->hw, in->hw, sizeof(*in->hw));
+	e->have = 0;
+	return e;
+}
+
+static void extra_times(const struct synth_in *in, double *emb, double *head);
+
 /* The kernel model's time of the embedding's forward and backward (*emb)
  * and of the head's and loss's (*head), one microbatch. */
 void synth_extra_times(const struct synth_in *in, double *emb, double *head)
+{
+	struct times_memo *e = times_memo(in);
+	if (e && (e->have & TM_EXTRA)) {
+		*emb = e->et[0], *head = e->et[1];
+		return;
+	}
+	extra_times(in, emb, head);
+	if (e) {
+		e->et[0] = *emb, e->et[1] = *head;
+		e->have |= TM_EXTRA;
+	}
+}
+
+static void extra_times(const struct synth_in *in, double *emb, double *head)
 {
 	struct ctx c;
 	struct rankst rk;
@@ -124,12 +185,18 @@ void synth_extra_host(const struct synth_in *in, struct synth_extra_host *h)
 	}
 }
 
+/* Additions to the host's time kept from a stage's optimizer pass
+ * (synth_stage_host); a stage that makes more runs its pass again. */
+#define STAGE_HOST_LOG 4096
+
 void synth_stage_host(const struct synth_in *in, struct synth_stage_host *st)
 {
 	static _Thread_local struct rankst rk[LAYOUT_MAX_STAGES];
+	static _Thread_local double log[STAGE_HOST_LOG];
 	struct ctx c;
 	struct shape z;
 	int pp = in->lay.pp;
+	unsigned n0;
 
 	dry_ctx(&c, rk, in);
 	c.dry_host = 1;
@@ -142,17 +209,34 @@ void synth_stage_host(const struct synth_in *in, struct synth_stage_host *st)
 		rk[r].mb = 1;
 		rk[r].phase = PH_FORWARD;
 		ss_transfers(&c, r, &z, &st[r].xfer_fwd_s, &st[r].xfer_bwd_s);
+		/* The optimizer's host time and its kernels' GPU time (the
+		 * collectives left to the estimate's data-parallel and
+		 * statistics terms) from one pass, its kernels timed: a dry
+		 * run for the host's time alone launches the same tasks and
+		 * adds the same host times, its kernels untimed.  It was two
+		 * passes, the host's time then the kernels' (with the host's
+		 * added again onto the first's): its additions are made again
+		 * from the log, so that the next stage's transfers
+		 * (differences of dry_host_s) are the same bits. */
 		c.dry_host_s = 0;
-		if (!in->bare)
-			ss_optimizer(&c, r, &z);
-		st[r].opt_s = c.dry_host_s;
-		/* Its kernels' GPU time, the same pass timed (the collectives
-		 * left to the estimate's data-parallel and statistics terms). */
 		c.dry_host = 0;
 		c.dry_s = 0;
+		c.dry_log = log;
+		c.dry_log_n = 0;
+		c.dry_log_cap = STAGE_HOST_LOG;
+		n0 = c.dry_tasks;
 		if (!in->bare)
 			ss_optimizer(&c, r, &z);
+		c.dry_log = NULL;
+		st[r].opt_s = c.dry_host_s;
 		st[r].opt_gpu_s = c.dry_s;
+		if (c.dry_log_n <= STAGE_HOST_LOG) {
+			for (int i = 0; i < c.dry_log_n; i++)
+				c.dry_host_s += log[i];
+			c.dry_tasks += c.dry_tasks - n0;
+		} else {
+			ss_optimizer(&c, r, &z); /* (past the log: the pass again) */
+		}
 		c.dry_host = 1;
 		st[r].dp_fwd_s = st[r].dp_bwd_s = st[r].dp_last_s = 0;
 		/* (none without data parallelism: the units issue nothing) */
@@ -399,7 +483,16 @@ double synth_layer_wgrad_s(const struct synth_in *in, int moe)
 
 void synth_layer_times(const struct synth_in *in, double *fwd_s, double *bwd_s, double *attn_fwd_s)
 {
+	struct times_memo *e = times_memo(in);
+	if (e && (e->have & TM_LAYER)) {
+		*fwd_s = e->lt[0], *bwd_s = e->lt[1], *attn_fwd_s = e->lt[2];
+		return;
+	}
 	layer_times(in, 0, fwd_s, bwd_s, attn_fwd_s);
+	if (e) {
+		e->lt[0] = *fwd_s, e->lt[1] = *bwd_s, e->lt[2] = *attn_fwd_s;
+		e->have |= TM_LAYER;
+	}
 }
 
 void synth_moe_layer_times(const struct synth_in *in, double *fwd_s, double *bwd_s,

@@ -165,6 +165,17 @@ void se_record_op(struct ctx *c, const double key[OPKEY], se_op_fmt fmt)
 	}
 }
 
+/* A dry run's host time s added (and kept where c->dry_log is set). */
+static void dry_host_add(struct ctx *c, double s)
+{
+	c->dry_host_s += s;
+	if (c->dry_log) {
+		if (c->dry_log_n < c->dry_log_cap)
+			c->dry_log[c->dry_log_n] = s;
+		c->dry_log_n++;
+	}
+}
+
 /* Launch GPU task `name` of `seconds` on stream st; coll: a collective
  * entry to attach, or NULL. */
 /* Whether a launch on stream st of rank r is inside a host region
@@ -231,7 +242,7 @@ uint32_t se_launch(struct ctx *c, int r, int st, uint8_t kind, const char *name,
 		 * kernels alone. */
 		if (kind == GN_KERNEL)
 			c->dry_s += seconds;
-		c->dry_host_s += region_s + op_s + launch_s;
+		dry_host_add(c, region_s + op_s + launch_s);
 		c->dry_tasks++;
 		return 0;
 	}
@@ -295,7 +306,7 @@ static double event_cost(struct ctx *c, int r, int to)
 {
 	double ev = event_s(c, r, to);
 	if (c->dry)
-		c->dry_host_s += 2 * ev;
+		dry_host_add(c, 2 * ev);
 	return ev;
 }
 

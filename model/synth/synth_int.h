@@ -431,24 +431,28 @@ struct ctx {
 					* issued (layer.c side_issued) */
 	double dry_host_s;	       /* dry: the host's time so far: every launch
 				      * (kernels, collectives) and event call */
-	int dry_window;		       /* dry: the sliding window of the layer timed
+	double *dry_log;	       /* dry, where set: each addition to dry_host_s
+				      * also kept here while dry_log_n < dry_log_cap
+				      * (dry_log_n counts them all) */
+	int dry_log_n, dry_log_cap;
+	int dry_window;		 /* dry: the sliding window of the layer timed
 				    * (0: a global one), whatever its index */
-	int dry_out;		       /* dry: timing what no layer's host region
+	int dry_out;		 /* dry: timing what no layer's host region
 				      * holds (layer -1: the embedding, the head,
 				      * the transfers) */
-	int dry_host;		       /* dry: the host's time alone (GEMMs and
+	int dry_host;		 /* dry: the host's time alone (GEMMs and
 				      * memory-bound kernels are not timed) */
-	int dry_kind;		       /* dry: the kind of the layer timed (enum
+	int dry_kind;		 /* dry: the kind of the layer timed (enum
 				      * llm_kind; LLM_KIND_FULL, 0, by default) */
-	int dry_dp;		       /* dry: a unit's data-parallel work alone (its
+	int dry_dp;		 /* dry: a unit's data-parallel work alone (its
 				      * gathers and gradient reductions; its
 				      * layers, embedding, head and transfers
 				      * skipped: ss_dp_host) */
-	unsigned dry_tasks;	       /* dry: tasks launched so far (a part's chain,
+	unsigned dry_tasks;	 /* dry: tasks launched so far (a part's chain,
 				      * step.c side_step, sees whether it added one) */
-	struct se_sizes reserve;       /* se_init reserves these (0: its default) */
-	int em_kept;		       /* em.w is a thread's kept writer (gw_reset) */
-	struct out_room ro;	       /* the output's arrays, a synth_tpl's (ro_keep) */
+	struct se_sizes reserve; /* se_init reserves these (0: its default) */
+	int em_kept;		 /* em.w is a thread's kept writer (gw_reset) */
+	struct out_room ro;	 /* the output's arrays, a synth_tpl's (ro_keep) */
 	int ro_keep;
 	struct se_sizes built; /* se_finish: what was staged */
 	struct emit_state em;  /* the graph as built */
