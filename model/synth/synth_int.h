@@ -184,6 +184,10 @@ struct ufold {
 	uint32_t key0, n_key, khash, knext, pg0, n_pg, mask0, rmask;
 	int32_t rank, ch, chb, l0, lb0;
 	uint8_t share;
+	/* Its map (synth.h synth_unit_map; fold.c fold_map): its entries
+	 * and exits (ctx.fo.fports from port0: n_in, then n_out) and the
+	 * matrix (ctx.fo.fmap from map0, n_out x n_in). */
+	uint32_t port0, n_in, n_out, map0;
 };
 
 /* Where a unit of a template's kind stands (fold.c): its chunk ch (a
@@ -343,6 +347,12 @@ struct sched_state {
 	VEC(uint32_t) ckey;
 };
 
+/* A unit repeated from template t on rank r, its first task k0 (as
+ * built; synth_out.ulog in the graph's ids). */
+struct unit_rec {
+	uint32_t t, r, k0;
+};
+
 /* Folded units (in->units): templates and their parts, the marks of the
  * unit tasks built so far, scratch for one fold. */
 struct fold_state {
@@ -385,6 +395,10 @@ struct fold_state {
 	VEC(char) ftext;
 	VEC(struct fstr) fstrs;
 	VEC(struct pgseq) fseqs;
+	VEC(struct synth_port) fports;	 /* the templates' maps' entries and exits */
+	VEC(int64_t) fmap;		 /* and their matrices */
+	VEC(int64_t) mscr;		 /* scratch: one map's paths */
+	VEC(struct unit_rec) ulog;	 /* in->unit_log: the units repeated */
 	uint64_t tasks_folded;		 /* kernel-level tasks the folded units stand
 					     * for, less their unit tasks */
 	size_t units_folded, units_kept; /* units repeated from a template; built as they are */
