@@ -2523,9 +2523,10 @@ static void test_canonical(void **state)
 
 /* The settled values of one repeated unit's entries (synth.h
  * synth_unit_map) into in, from the graph around it: a processor's, the
- * end of the task outside the unit with an edge into it from that
- * processor (src[proc]; the host's first task's start where none), a
- * transfer's, the latest arrival of its instance's other members. */
+ * end of the task before the unit whose order edge goes into it
+ * (src[proc]; the host's first task's start where none), a stream's
+ * last's, the end of that task (the log's), a transfer's, the latest
+ * arrival of its instance's other members. */
 static void map_entries(const struct graph *g, const struct sim *sm, const struct synth_out *so,
 			const struct synth_unit_rec *u, const struct synth_unit_map *mp,
 			const uint32_t *src, int64_t *in)
@@ -2540,6 +2541,12 @@ static void map_entries(const struct graph *g, const struct sim *sm, const struc
 				in[i] = sm->end_ns[src[p->proc]];
 			else if (p->proc == 0)
 				in[i] = sm->start_ns[nodes[0]];
+			continue;
+		}
+		if (p->kind == SYNTH_PORT_LAST) {
+			assert_true(p->proc >= 0 && p->proc < SYNTH_STREAMS);
+			if (u->last[p->proc] != UINT32_MAX)
+				in[i] = sm->end_ns[u->last[p->proc]];
 			continue;
 		}
 		assert_int_equal(p->kind, SYNTH_PORT_PEER);
@@ -2579,7 +2586,7 @@ static int map_alone(const struct sim *sm, const struct synth_out *so, const str
  * into it from outside is one of its entries, and every transfer with
  * another member one of its PEER entries.  The units checked; *skipped:
  * those that ran beside a collective, or have no map. */
-static size_t maps_hold(const struct synth_in *in, size_t *skipped)
+static size_t maps_hold(const struct synth_in *in, size_t *skipped, size_t *tails)
 {
 	struct synth_in b = *in;
 	struct synth_tpl *tpl = synth_tpl_new();
@@ -2601,8 +2608,9 @@ static size_t maps_hold(const struct synth_in *in, size_t *skipped)
 		print_error("%s\n", err.msg);
 		fail();
 	}
-	assert_true(so.n_ulog > 0);
-	assert_int_equal(so.n_ulog, so.n_units_folded);
+	assert_true(so.n_ulog > so.n_tails);
+	assert_int_equal(so.n_ulog - so.n_tails, so.n_units_folded);
+	assert_int_equal(so.n_tails, (size_t)(in->lay.pp * in->steps));
 	owner = malloc(g->n_nodes * sizeof(*owner));
 	src = malloc(so.n_ulog * MAP_PROCS * sizeof(*src));
 	assert_non_null(owner);
@@ -2617,8 +2625,9 @@ static size_t maps_hold(const struct synth_in *in, size_t *skipped)
 			assert_int_equal(owner[v], UINT32_MAX);
 			owner[v] = (uint32_t)i;
 		}
-	/* The edges into each unit from outside it, by their source's
-	 * processor (one task each: a processor's last before the unit). */
+	/* The edges into each unit from outside it: a stream's last task's
+	 * before it (the log's), or an order edge, by its source's processor
+	 * (one task each: the processor's last before the unit). */
 	for (uint32_t w = 0; w < g->n_nodes; w++)
 		for (uint32_t k = g->out_off[w]; k < g->out_off[w + 1]; k++) {
 			uint32_t v = g->out_dst[k], i = owner[v], host;
@@ -2628,30 +2637,47 @@ static size_t maps_hold(const struct synth_in *in, size_t *skipped)
 			host = g->proc[so.ulog_nodes[so.ulog[i].node0]];
 			off = (int64_t)g->proc[w] - host;
 			assert_true(off >= 0 && off < MAP_PROCS);
-			assert_true(GE_KIND(g->out_kind[k]) != GE_LAUNCH);
-			assert_true(src[i * MAP_PROCS + off] == UINT32_MAX ||
-				    src[i * MAP_PROCS + off] == w);
-			src[i * MAP_PROCS + off] = w;
+			if (GE_KIND(g->out_kind[k]) != GE_ORDER) {
+				/* from a stream's last task before it (a LAST
+				 * entry, below), or the unit has no map */
+				int q = 0;
+				while (q < SYNTH_STREAMS && so.ulog[i].last[q] != w)
+					q++;
+				if (q < SYNTH_STREAMS)
+					continue;
+			}
+			/* (two: the unit can have no map, below) */
+			if (GE_KIND(g->out_kind[k]) != GE_ORDER ||
+			    (src[i * MAP_PROCS + off] != UINT32_MAX &&
+			     src[i * MAP_PROCS + off] != w))
+				src[i * MAP_PROCS + off] = UINT32_MAX - 1;
+			else
+				src[i * MAP_PROCS + off] = w;
 		}
-	*skipped = 0;
+	*skipped = *tails = 0;
 	for (size_t i = 0; i < so.n_ulog; i++) {
 		const struct synth_unit_rec *u = &so.ulog[i];
 		const uint32_t *nodes = so.ulog_nodes + u->node0;
 		struct synth_unit_map mp;
 		int64_t in_t[64];
-		assert_int_equal(synth_tpl_unit_map(tpl, u->tpl, &mp), 0);
+		int tail = i >= so.n_ulog - so.n_tails;
+		assert_int_equal(tail ? synth_tpl_tail_map(tpl, u->tpl, &mp)
+				      : synth_tpl_unit_map(tpl, u->tpl, &mp),
+				 0);
 		assert_int_equal(mp.n_tasks, u->n);
-		assert_false(g->procs[g->proc[nodes[0]]].gpu);
 		if (mp.n_in == 0 || !map_alone(sm, &so, &st, u)) {
 			(*skipped)++;
 			continue;
 		}
+		assert_false(g->procs[g->proc[nodes[0]]].gpu);
+		*tails += tail;
 		assert_true(mp.n_in <= 64);
 		/* Every entry the graph has is one of the map's. */
 		for (int off = 0; off < MAP_PROCS; off++) {
 			uint32_t j = 0;
 			if (src[i * MAP_PROCS + off] == UINT32_MAX)
 				continue;
+			assert_true(src[i * MAP_PROCS + off] != UINT32_MAX - 1);
 			while (j < mp.n_in &&
 			       !(mp.in[j].kind == SYNTH_PORT_PROC && mp.in[j].proc == off))
 				j++;
@@ -2682,6 +2708,8 @@ static size_t maps_hold(const struct synth_in *in, size_t *skipped)
 				assert_int_equal((int64_t)g->proc[v] - g->proc[nodes[0]], p->proc);
 				assert_true(v + 1 >= g->n_nodes || owner[v + 1] != i ||
 					    g->proc[v + 1] != g->proc[v]);
+			} else if (p->kind == SYNTH_PORT_LAST) {
+				want = sm->end_ns[v];
 			} else if (p->kind == SYNTH_PORT_ARRIVE) {
 				want = sm->nd[v].ready_ns + g->lag_ns[v];
 			} else {
@@ -2745,16 +2773,17 @@ static void test_unit_map(void **state)
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
 		for (int quiet = 0; quiet < 2; quiet++) {
 			struct synth_in in;
-			size_t skipped, n;
+			size_t skipped, n, tails;
 			small(&in);
 			FIXTURE_SHAPE(&in, cases[i]);
 			in.cpu_op_s = cases[i].host_us * 1e-6;
 			if (quiet)
 				in.hw = &hw_quiet;
-			n = maps_hold(&in, &skipped);
-			print_message("case %zu%s: %zu units held, %zu skipped\n", i,
-				      quiet ? " (no contention)" : "", n, skipped);
-			assert_true(n > 0);
+			n = maps_hold(&in, &skipped, &tails);
+			print_message("case %zu%s: %zu units and tails held (%zu tails), %zu "
+				      "skipped\n",
+				      i, quiet ? " (no contention)" : "", n, tails, skipped);
+			assert_true(n > tails);
 			all += n;
 		}
 	print_message("%zu units in all\n", all);

@@ -133,6 +133,12 @@ static void fold_replay(struct ctx *c, const struct ufold *t, const struct fbind
 					    m->n_kern,	  m->kern2, m->n_kern2};
 		c->fo.marks.v[c->fo.marks.n++] = x;
 	}
+	if (c->in->unit_log) {
+		struct unit_rec x = {(uint32_t)(t - c->fo.folds.v), (uint32_t)r, k0, {0}};
+		memcpy(x.last, c->rk[r].last, sizeof(x.last));
+		if (VEC_PUSH(c->fo.ulog, x))
+			c->oom = 1;
+	}
 	for (int st = 0; st < S_N; st++)
 		if (t->last[st] != NONE32)
 			c->rk[r].last[st] = k0 + t->last[st];
@@ -141,11 +147,6 @@ static void fold_replay(struct ctx *c, const struct ufold *t, const struct fbind
 		c->sc.unit_last.v[c->sc.unit_last.n++] = k0 + t->ulast;
 	}
 	c->rk[r].bucket = t->bucket1;
-	if (c->in->unit_log) {
-		struct unit_rec x = {(uint32_t)(t - c->fo.folds.v), (uint32_t)r, k0};
-		if (VEC_PUSH(c->fo.ulog, x))
-			c->oom = 1;
-	}
 	c->tally.kernels += t->kernels;
 	c->tally.flops += t->flops;
 	for (int h = 0; h < 3; h++)
@@ -563,236 +564,25 @@ static int fold_events(struct ctx *c, const struct built *u, struct ufold *t)
 	return 1;
 }
 
-/*
- * The template's map (synth.h synth_unit_map): the longest paths from its
- * entries to its exits over its tasks, as the simulator times them where
- * nothing contends (sim.c: mp_start, arrival_ns, fold_end_from).  Each
- * task's start and end are rows of n_in values (the longest path from
- * each entry, INT64_MIN none), made in the template's order, which its
- * edges follow (launches from the host tasks first, events from tasks
- * launched before).
- */
-#define MAP_MAX_IN 64
-
-/* d = max(d, s + w) entry by entry (w a duration or a lag). */
-static void row_max(int64_t *d, const int64_t *s, int64_t w, uint32_t n)
-{
-	for (uint32_t j = 0; j < n; j++)
-		if (s[j] != INT64_MIN && prism_time_add(s[j], w) > d[j])
-			d[j] = prism_time_add(s[j], w);
-}
-
-/* t's port of kind at proc (SYNTH_PORT_PROC, END) or task, added at
- * ctx.fo.fports' end where new (n: t's ports so far, from port0): its
- * index from port0, or NONE32 when out of memory. */
-static uint32_t map_port(struct ctx *c, const struct ufold *t, uint32_t n, uint8_t kind,
-			 int32_t proc, uint32_t task)
-{
-	struct synth_port *p = c->fo.fports.v + t->port0, x = {kind, proc, task};
-	for (uint32_t i = 0; i < n; i++)
-		if (p[i].kind == kind && p[i].proc == proc && p[i].task == task)
-			return i;
-	if (VEC_PUSH(c->fo.fports, x))
-		return NONE32;
-	return n;
-}
-
-/* t's entries and exits (ctx.fo.fports from t->port0): the host, each
- * processor a task of it runs on or an event from before it comes from,
- * each transfer's other side; each processor's last task, each transfer's
- * arrival, the first compute task's start.  0, 1 where too many, -1 when
- * out of memory. */
-static int map_ports(struct ctx *c, struct ufold *t)
-{
-	const struct gw_node *nd = c->fo.fnodes.v + t->node0;
-	uint32_t host = c->rk[t->rank].host, n = 0;
-
-	if (map_port(c, t, n++, SYNTH_PORT_PROC, 0, 0) == NONE32)
-		return -1;
-	for (uint32_t i = 0; i < t->n_nodes; i++) {
-		if (map_port(c, t, n, SYNTH_PORT_PROC, (int32_t)(nd[i].proc - host), 0) == NONE32)
-			return -1;
-		n = (uint32_t)(c->fo.fports.n - t->port0);
-	}
-	for (uint32_t i = 0; i < t->n_ext; i++) {
-		uint32_t p = c->rk[t->rank].stream[c->fo.fexts.v[t->ext0 + i].stream];
-		if (map_port(c, t, n, SYNTH_PORT_PROC, (int32_t)(p - host), 0) == NONE32)
-			return -1;
-		n = (uint32_t)(c->fo.fports.n - t->port0);
-	}
-	for (uint32_t i = 0; i < t->n_nodes; i++)
-		if (nd[i].kind == GN_P2P && map_port(c, t, n++, SYNTH_PORT_PEER, 0, i) == NONE32)
-			return -1;
-	t->n_in = n;
-	t->n_out = 0;
-	if (n > MAP_MAX_IN)
-		return 1;
-	for (uint32_t j = 0; j < t->n_in; j++) {
-		struct synth_port p = c->fo.fports.v[t->port0 + j];
-		uint32_t i = t->n_nodes;
-		if (p.kind != SYNTH_PORT_PROC)
-			continue;
-		while (i > 0 && (int32_t)(nd[i - 1].proc - host) != p.proc)
-			i--;
-		if (i > 0 && map_port(c, t, n++, SYNTH_PORT_END, p.proc, i - 1) == NONE32)
-			return -1;
-	}
-	for (uint32_t i = 0; i < t->n_nodes; i++)
-		if (nd[i].kind == GN_P2P && map_port(c, t, n++, SYNTH_PORT_ARRIVE, 0, i) == NONE32)
-			return -1;
-	if (t->ufirst != NONE32 && map_port(c, t, n++, SYNTH_PORT_START, 0, t->ufirst) == NONE32)
-		return -1;
-	t->n_out = n - t->n_in;
-	return 0;
-}
-
-/* The entry of processor proc among t's. */
-static uint32_t map_proc(const struct ctx *c, const struct ufold *t, int32_t proc)
-{
-	const struct synth_port *p = c->fo.fports.v + t->port0;
-	uint32_t j = 0;
-	while (p[j].kind != SYNTH_PORT_PROC || p[j].proc != proc)
-		j++;
-	return j;
-}
-
-/* Each unit task's reach (sim_fold_pieces: the latest launch of its
- * kernels plus what follows it, from its unit's host start), INT64_MIN
- * for every other task. */
-static void map_reach(const struct ctx *c, const struct ufold *t, int64_t *reach)
-{
-	const struct fold_state *f = &c->fo;
-	for (uint32_t i = 0; i < t->n_nodes; i++)
-		reach[i] = INT64_MIN;
-	for (uint32_t k = 0; k < t->n_marks; k++) {
-		const struct fmark *mk = &f->fmarks.v[t->mark0 + k];
-		int64_t rest = 0, r = INT64_MIN;
-		for (uint32_t q = mk->n_kern; q-- > 0;) {
-			const struct synth_fold_kern *kk = &f->fkerns.v[mk->kern0 + q];
-			rest = prism_time_add(rest, prism_time_add(kk->lag_ns, kk->dur_ns));
-			if (prism_time_add(kk->rel_ns, rest) > r)
-				r = prism_time_add(kk->rel_ns, rest);
-		}
-		reach[mk->node] = r;
-	}
-}
-
-/* Each task's start row (S) and end row (E), its in-edges by[off[i] ..
- * off[i + 1]) (template edge indices); the transfers' arrivals into their
- * exits' rows of m. */
-static void map_paths(const struct ctx *c, const struct ufold *t, int64_t *S, int64_t *E,
-		      const int64_t *reach, const uint32_t *off, const uint32_t *by, int64_t *m)
-{
-	const struct fold_state *f = &c->fo;
-	const struct gw_node *nd = f->fnodes.v + t->node0;
-	const struct synth_port *pt = f->fports.v + t->port0;
-	uint32_t ni = t->n_in, host = c->rk[t->rank].host, prev[MAP_MAX_IN];
-
-	for (uint32_t j = 0; j < ni; j++)
-		prev[j] = NONE32;
-	for (uint32_t i = 0; i < t->n_nodes; i++) {
-		int64_t *s = S + (size_t)i * ni, *e = E + (size_t)i * ni, lag = nd[i].lag_ns;
-		uint32_t p = map_proc(c, t, (int32_t)(nd[i].proc - host));
-		for (uint32_t j = 0; j < ni; j++)
-			s[j] = INT64_MIN;
-		/* After the processor's task before it (order edges). */
-		if (prev[p] == NONE32)
-			s[p] = lag;
-		else
-			row_max(s, E + (size_t)prev[p] * ni, lag, ni);
-		prev[p] = i;
-		for (uint32_t k = off[i]; k < off[i + 1]; k++) {
-			const struct gw_edge *x = &f->fedges.v[t->edge0 + by[k]];
-			row_max(s, (GE_KIND(x->kind) == GE_LAUNCH ? S : E) + (size_t)x->src * ni,
-				lag, ni);
-		}
-		for (uint32_t k = 0; k < t->n_ext; k++) {
-			const struct fext *x = &f->fexts.v[t->ext0 + k];
-			uint32_t q =
-			    map_proc(c, t, (int32_t)(c->rk[t->rank].stream[x->stream] - host));
-			if (x->dst == i && s[q] < lag)
-				s[q] = lag;
-		}
-		if (nd[i].kind == GN_P2P) {
-			/* Its arrival; it starts with the other side's. */
-			uint32_t j = 0, o = ni;
-			while (pt[j].kind != SYNTH_PORT_PEER || pt[j].task != i)
-				j++;
-			while (pt[o].kind != SYNTH_PORT_ARRIVE || pt[o].task != i)
-				o++;
-			memcpy(m + (size_t)(o - ni) * ni, s, ni * sizeof(*s));
-			if (s[j] < 0)
-				s[j] = 0;
-		}
-		for (uint32_t j = 0; j < ni; j++)
-			e[j] = INT64_MIN;
-		/* (a unit task's duration: its kernels' rest, fold_run) */
-		row_max(e, s, nd[i].dur_ns, ni);
-		/* A unit task: no earlier than its unit's host start (its
-		 * first task's) plus its reach (fold_end_from). */
-		if (reach[i] != INT64_MIN)
-			row_max(e, S, reach[i], ni);
-	}
-}
-
-/* t's map (synth.h synth_unit_map) into ctx.fo.fports and fmap: 0 (none
- * where t has a pair's side lane or too many entries: n_in 0), -1 when
- * out of memory. */
+/* t's map (synth.h synth_unit_map; umap.c) into ctx.fo.fmaps: 0, or -1
+ * when out of memory. */
 static int fold_map(struct ctx *c, struct ufold *t)
 {
-	struct fold_state *f = &c->fo;
-	size_t n = t->n_nodes, ne = t->n_edges, rows;
-	int64_t *S, *E, *reach, *m;
-	uint32_t *off, *by;
-	int rc;
-
-	t->port0 = (uint32_t)f->fports.n;
-	t->map0 = (uint32_t)f->fmap.n;
-	t->n_in = t->n_out = 0;
-	for (uint32_t k = 0; k < t->n_marks; k++)
-		if (f->fmarks.v[t->mark0 + k].n_kern2)
-			return 0;
-	for (uint32_t k = 0; k < ne; k++)
-		if (f->fedges.v[t->edge0 + k].src >= f->fedges.v[t->edge0 + k].dst)
-			return 0; /* (cannot happen: fold_events) */
-	if ((rc = map_ports(c, t)) != 0) {
-		f->fports.n = t->port0;
-		t->n_in = t->n_out = 0;
-		return rc < 0 ? -1 : 0;
-	}
-	rows = 2 * n * t->n_in + n;
-	/* The scratch: S, E, reach, then the edges by their target. */
-	if (VEC_RESERVE(f->mscr, rows + (n + 1 + ne + 1) / 2 + 1) ||
-	    VEC_RESERVE(f->fmap, f->fmap.n + (size_t)t->n_in * t->n_out))
-		return -1;
-	S = f->mscr.v;
-	E = S + n * t->n_in;
-	reach = E + n * t->n_in;
-	off = (uint32_t *)(reach + n);
-	by = off + n + 1;
-	memset(off, 0, (n + 1) * sizeof(*off));
-	for (size_t k = 0; k < ne; k++)
-		off[f->fedges.v[t->edge0 + k].dst + 1]++;
-	for (size_t i = 0; i < n; i++)
-		off[i + 1] += off[i];
-	for (size_t k = 0; k < ne; k++)
-		by[off[f->fedges.v[t->edge0 + k].dst]++] = (uint32_t)k;
-	for (size_t i = n; i > 0; i--)
-		off[i] = off[i - 1];
-	off[0] = 0;
-	m = f->fmap.v + t->map0;
-	map_reach(c, t, reach);
-	map_paths(c, t, S, E, reach, off, by, m);
-	for (uint32_t o = 0; o < t->n_out; o++) {
-		const struct synth_port *p = &f->fports.v[t->port0 + t->n_in + o];
-		const int64_t *row = p->kind == SYNTH_PORT_END	   ? E + (size_t)p->task * t->n_in
-				     : p->kind == SYNTH_PORT_START ? S + (size_t)p->task * t->n_in
-								   : NULL;
-		if (row)
-			memcpy(m + (size_t)o * t->n_in, row, t->n_in * sizeof(*row));
-	}
-	f->fmap.n += (size_t)t->n_in * t->n_out;
-	return 0;
+	const struct fold_state *f = &c->fo;
+	struct umap_view v = {f->fnodes.v + t->node0,
+			      t->n_nodes,
+			      f->fedges.v + t->edge0,
+			      t->n_edges,
+			      f->fexts.v + t->ext0,
+			      t->n_ext,
+			      f->fmarks.v + t->mark0,
+			      t->n_marks,
+			      f->fkerns.v,
+			      &c->rk[t->rank],
+			      t->last,
+			      t->ufirst,
+			      0};
+	return um_make(c, &v, &c->fo.fmaps, &t->map);
 }
 
 /* Take the unit back: its tasks, edges and collectives, and its
@@ -1479,10 +1269,16 @@ void sf_release(struct ctx *c)
 	VEC_FREE(c->fo.ftext);
 	VEC_FREE(c->fo.fstrs);
 	VEC_FREE(c->fo.fseqs);
-	VEC_FREE(c->fo.fports);
-	VEC_FREE(c->fo.fmap);
+	VEC_FREE(c->fo.fmaps.ports);
+	VEC_FREE(c->fo.fmaps.m);
+	VEC_FREE(c->fo.tmaps.ports);
+	VEC_FREE(c->fo.tmaps.m);
 	VEC_FREE(c->fo.mscr);
+	VEC_FREE(c->fo.mrows);
+	VEC_FREE(c->fo.mexts);
+	VEC_FREE(c->fo.medges);
 	VEC_FREE(c->fo.ulog);
+	VEC_FREE(c->fo.tails);
 }
 
 int sf_carry_in(struct ctx *c, struct synth_tpl *tpl)
@@ -1501,7 +1297,7 @@ int sf_carry_in(struct ctx *c, struct synth_tpl *tpl)
 		c->fo.fmarks.n = c->fo.fexts.n = c->fo.fkerns.n = 0;
 		c->fo.ftext.n = c->fo.fstrs.n = c->fo.fseqs.n = 0;
 		c->fo.fkeys.n = c->fo.fktab.n = c->fo.fpgs.n = c->fo.fcpg.n = 0;
-		c->fo.fprole.n = c->fo.fports.n = c->fo.fmap.n = 0;
+		c->fo.fprole.n = c->fo.fmaps.ports.n = c->fo.fmaps.m.n = 0;
 	}
 	tpl->key = key;
 	tpl->have = 0;
@@ -1517,6 +1313,7 @@ int sf_carry_in(struct ctx *c, struct synth_tpl *tpl)
 	c->fo.rec = 0;
 	c->fo.marks.n = 0;
 	c->fo.ulog.n = 0;
+	c->fo.tails.n = c->fo.tmaps.ports.n = c->fo.tmaps.m.n = 0;
 	c->fo.tasks_folded = 0;
 	c->fo.units_folded = c->fo.units_kept = 0;
 	c->fo.carry = 1;
@@ -1539,11 +1336,15 @@ int synth_tpl_unit_map(const struct synth_tpl *tpl, uint32_t t, struct synth_uni
 	if (t >= f->folds.n)
 		return -1;
 	u = &f->folds.v[t];
-	map->n_tasks = u->n_nodes;
-	map->n_in = u->n_in;
-	map->n_out = u->n_out;
-	map->in = f->fports.v + u->port0;
-	map->out = map->in + u->n_in;
-	map->m = f->fmap.v + u->map0;
+	um_get(&f->fmaps, &u->map, u->n_nodes, map);
+	return 0;
+}
+
+int synth_tpl_tail_map(const struct synth_tpl *tpl, uint32_t i, struct synth_unit_map *map)
+{
+	const struct fold_state *f = &tpl->fo;
+	if (i >= f->tails.n)
+		return -1;
+	um_get(&f->tmaps, &f->tails.v[i].map, f->tails.v[i].n, map);
 	return 0;
 }

@@ -225,21 +225,30 @@ static void push_iters(struct ctx *c)
 static int take_ulog(const struct ctx *c, struct synth_out *out)
 {
 	const uint32_t *newid = c->em.w.newid;
-	size_t n = 0, k = 0;
-	for (size_t i = 0; i < c->fo.ulog.n; i++)
+	size_t n = 0, k = 0, nu = c->fo.ulog.n, nt = c->fo.tails.n;
+	for (size_t i = 0; i < nu; i++)
 		n += c->fo.folds.v[c->fo.ulog.v[i].t].n_nodes;
-	out->ulog = prism_malloc(c->fo.ulog.n * sizeof(*out->ulog));
+	for (size_t i = 0; i < nt; i++)
+		n += c->fo.tails.v[i].n;
+	out->ulog = prism_malloc((nu + nt) * sizeof(*out->ulog));
 	out->ulog_nodes = prism_malloc((n ? n : 1) * sizeof(*out->ulog_nodes));
 	if (!out->ulog || !out->ulog_nodes)
 		return PRISM_ENOMEM;
-	for (size_t i = 0; i < c->fo.ulog.n; i++) {
-		const struct unit_rec *x = &c->fo.ulog.v[i];
-		uint32_t nn = c->fo.folds.v[x->t].n_nodes;
-		out->ulog[i] = (struct synth_unit_rec){x->t, x->r, (uint32_t)k, nn};
+	for (size_t i = 0; i < nu + nt; i++) {
+		const struct unit_rec *x = i < nu ? &c->fo.ulog.v[i] : NULL;
+		const struct tail_rec *y = i < nu ? NULL : &c->fo.tails.v[i - nu];
+		uint32_t nn = x ? c->fo.folds.v[x->t].n_nodes : y->n, k0 = x ? x->k0 : y->k0;
+		const uint32_t *last = x ? x->last : y->last;
+		out->ulog[i] = (struct synth_unit_rec){
+		    x ? x->t : (uint32_t)(i - nu), x ? x->r : y->r, (uint32_t)k, nn, {0}};
+		for (int st = 0; st < SYNTH_STREAMS; st++)
+			out->ulog[i].last[st] =
+			    st < S_N && last[st] != NONE32 ? newid[last[st]] : UINT32_MAX;
 		for (uint32_t j = 0; j < nn; j++)
-			out->ulog_nodes[k++] = newid[x->k0 + j];
+			out->ulog_nodes[k++] = newid[k0 + j];
 	}
-	out->n_ulog = c->fo.ulog.n;
+	out->n_ulog = nu + nt;
+	out->n_tails = nt;
 	return 0;
 }
 
@@ -313,7 +322,7 @@ static int take_out(struct ctx *c, uint32_t n_tasks, struct synth_out *out)
 			memset(&c->fo.fkerns, 0, sizeof(c->fo.fkerns));
 		}
 	}
-	if (c->fo.ulog.n && take_ulog(c, out))
+	if (c->in->unit_log && take_ulog(c, out))
 		return PRISM_ENOMEM;
 	out->n_waits = (uint32_t)c->em.waits.n;
 	if (c->ro_keep)

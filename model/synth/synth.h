@@ -365,18 +365,27 @@ struct synth_out {
 				      * earlier build (synth_build_tpl) */
 	/* Contention (sim.h): the profile's, 0 for bare runs. */
 	double slow_compute, slow_comm;
-	/* in->unit_log: each unit repeated from a template, in build order
-	 * (NULL, 0 otherwise; synth_out_release frees them). */
+	/* in->unit_log: each unit repeated from a template, in build order,
+	 * then each step's tail (tpl: its index, synth_tpl_tail_map), its
+	 * stage's steps in order, stage after stage (NULL, 0 otherwise;
+	 * synth_out_release frees them). */
 	struct synth_unit_rec *ulog;
-	size_t n_ulog;
+	size_t n_ulog, n_tails;
 	uint32_t *ulog_nodes;
 };
 
-/* A unit repeated from template tpl (synth_tpl_unit_map) on stage rank:
+/* Streams of a stage (at least those synth builds on). */
+#define SYNTH_STREAMS 16
+
+/* A unit repeated from template tpl (synth_tpl_unit_map; a tail, the last
+ * n_tails of the log: tail tpl, synth_tpl_tail_map) on stage rank:
  * the graph's id of the template's task i is ulog_nodes[node0 + i], i <
  * n (the template's tasks, in its order). */
 struct synth_unit_rec {
 	uint32_t tpl, rank, node0, n;
+	/* The stage's streams' last tasks before it (UINT32_MAX: none):
+	 * what its LAST entries are the ends of. */
+	uint32_t last[SYNTH_STREAMS];
 };
 
 /* A unit task: node, the first host task of its unit (which starts at
@@ -608,15 +617,21 @@ void synth_tpl_recycle_out(struct synth_tpl *tpl, struct synth_out *so);
  * Entries (in[i]):
  * - SYNTH_PORT_PROC: the end of the last task before the unit on
  *   processor `proc` (an offset from the stage's host thread, which is 0:
- *   the host's free time; a stream's: what its first task here follows,
- *   and what the unit's events from before it wait on), INT64_MIN where
- *   there is none (the host's then: its first task's start);
+ *   the host's free time; a stream's: what its first task here follows),
+ *   INT64_MIN where there is none (the host's then: its first task's
+ *   start);
+ * - SYNTH_PORT_LAST: the end of the stage's last task of stream `proc`
+ *   before the unit (what its events from before it wait on; after a
+ *   pair (sim.h), a stream whose tasks were its side lane's has the pair's
+ *   unit task there), INT64_MIN where none;
  * - SYNTH_PORT_PEER: the latest arrival of the other members of
  *   template task `task`'s instance (a pipeline transfer's other side),
  *   INT64_MIN where it has none.
  * Exits (out[j]):
  * - SYNTH_PORT_END: the end of task `task`, the unit's last on processor
  *   `proc` (the host's: its free time after the unit);
+ * - SYNTH_PORT_LAST: the end of task `task`, the stage's last task of
+ *   stream `proc` after the unit (the next unit's LAST entry);
  * - SYNTH_PORT_ARRIVE: when task `task` (a transfer) arrives, ready to
  *   rendezvous: the PEER entry of the other side's unit;
  * - SYNTH_PORT_START: the start of task `task`, the unit's first compute
@@ -633,6 +648,7 @@ void synth_tpl_recycle_out(struct synth_tpl *tpl, struct synth_out *so);
 #define SYNTH_PORT_END	  2
 #define SYNTH_PORT_ARRIVE 3
 #define SYNTH_PORT_START  4
+#define SYNTH_PORT_LAST	  5
 
 struct synth_port {
 	uint8_t kind;  /* SYNTH_PORT_* */
@@ -650,6 +666,20 @@ struct synth_unit_map {
  * (pointing into tpl, valid until its next build): 0, or -1 where tpl has
  * no such template. */
 int synth_tpl_unit_map(const struct synth_tpl *tpl, uint32_t t, struct synth_unit_map *map);
+
+/*
+ * The same for the tail of each stage's step (issue 38's unit map, step
+ * 4): its tasks after the stage's last unit -- the gradients' last
+ * reductions, the optimizer (the statistics' all-reduces across the
+ * stages and the tied embedding's between two among them: every
+ * collective a PEER entry, INT64_MIN where it has no other member), the
+ * closing synchronize -- made where the step is built (hierarchical
+ * simulation: in->units), the i-th of tpl's last build (synth_out's
+ * tails, stage after stage, step after step): 0, or -1 where there is
+ * none.  n_in 0 where an edge reaches into it from a task before it other
+ * than a stream's last (an event wait left pending by the last unit).
+ */
+int synth_tpl_tail_map(const struct synth_tpl *tpl, uint32_t i, struct synth_unit_map *map);
 
 /* The layout rules alone, the limits above and LLM_MAX_* first (so that
  * no rule divides by zero or overflows), and the graph's size: 0, or
