@@ -2665,6 +2665,10 @@ static size_t maps_hold(const struct synth_in *in, size_t *skipped, size_t *tail
 				      : synth_tpl_unit_map(tpl, u->tpl, &mp),
 				 0);
 		assert_int_equal(mp.n_tasks, u->n);
+		/* (every tail of these layouts has one: no event wait left
+		 * pending by a stage's last unit) */
+		if (tail)
+			assert_true(mp.n_in > 0);
 		if (mp.n_in == 0 || !map_alone(sm, &so, &st, u)) {
 			(*skipped)++;
 			continue;

@@ -58,9 +58,14 @@ static int map_ports(const struct umap_view *v, struct umap_store *st, struct um
 
 	if (map_port(st, p0, n++, SYNTH_PORT_PROC, 0, 0) == NONE32)
 		return -1;
-	for (uint32_t i = 0; i < v->n; i++) {
-		if (map_port(st, p0, n, SYNTH_PORT_PROC, (int32_t)(v->nd[i].proc - host), 0) ==
-		    NONE32)
+	for (uint32_t i = 0, seen = 1; i < v->n; i++) {
+		uint32_t off = v->nd[i].proc - host;
+		if (v->nd[i].proc < host || off > S_N)
+			return 1; /* (another rank's: cannot happen) */
+		if (seen & (1u << off))
+			continue;
+		seen |= 1u << off;
+		if (map_port(st, p0, n, SYNTH_PORT_PROC, (int32_t)off, 0) == NONE32)
 			return -1;
 		n = (uint32_t)(st->ports.n - p0);
 	}
@@ -98,16 +103,6 @@ static int map_ports(const struct umap_view *v, struct umap_store *st, struct um
 	return 0;
 }
 
-/* The entry of kind (PROC, LAST) at proc (a processor, a stream) among
- * pt's. */
-static uint32_t map_proc(const struct synth_port *pt, uint8_t kind, int32_t proc)
-{
-	uint32_t j = 0;
-	while (pt[j].kind != kind || pt[j].proc != proc)
-		j++;
-	return j;
-}
-
 /* Each unit task's reach (sim_fold_pieces: the latest launch of its
  * kernels plus what follows it, from its unit's host start), INT64_MIN
  * for every other task. */
@@ -135,13 +130,21 @@ static void map_paths(const struct umap_view *v, const struct synth_port *pt, ui
 		      int64_t *S, int64_t *E, const int64_t *reach, const uint32_t *off,
 		      const uint32_t *by, int64_t *m)
 {
-	uint32_t host = v->rk->host, prev[MAP_MAX_IN];
+	/* The entries of each processor (by its offset from the host: a
+	 * rank's processors are its host and then its streams) and of each
+	 * stream's last. */
+	uint32_t host = v->rk->host, prev[MAP_MAX_IN], pidx[S_N + 1], lidx[S_N];
 
-	for (uint32_t j = 0; j < ni; j++)
+	for (uint32_t j = 0; j < ni; j++) {
 		prev[j] = NONE32;
+		if (pt[j].kind == SYNTH_PORT_PROC)
+			pidx[pt[j].proc] = j;
+		else if (pt[j].kind == SYNTH_PORT_LAST)
+			lidx[pt[j].proc] = j;
+	}
 	for (uint32_t i = 0; i < v->n; i++) {
 		int64_t *s = S + (size_t)i * ni, *e = E + (size_t)i * ni, lag = v->nd[i].lag_ns;
-		uint32_t p = map_proc(pt, SYNTH_PORT_PROC, (int32_t)(v->nd[i].proc - host));
+		uint32_t p = pidx[v->nd[i].proc - host];
 		for (uint32_t j = 0; j < ni; j++)
 			s[j] = INT64_MIN;
 		/* After the processor's task before it (order edges). */
@@ -156,7 +159,7 @@ static void map_paths(const struct umap_view *v, const struct synth_port *pt, ui
 				lag, ni);
 		}
 		for (uint32_t k = 0; k < v->n_ext; k++) {
-			uint32_t q = map_proc(pt, SYNTH_PORT_LAST, v->ext[k].stream);
+			uint32_t q = lidx[v->ext[k].stream];
 			if (v->ext[k].dst == i && s[q] < lag)
 				s[q] = lag;
 		}
