@@ -10,7 +10,8 @@
  * flags, peers and rank state, on any stage, repeats one template, its
  * processors, layers and process groups moved (keys, below).  Reads the
  * unit from the graph writer (c->em.w), takes it back and stages the
- * copies.
+ * copies.  A template's map (synth.h synth_unit_map, umap.c) is made with
+ * it (fold_map).
  */
 #include "synth_int.h"
 
