@@ -2518,7 +2518,283 @@ static void test_canonical(void **state)
 	assert_true(apart >= 4);
 }
 
-int main(void)
+/* The largest processor offset from a stage's host thread (its streams). */
+#define MAP_PROCS 32
+
+/* The settled values of one repeated unit's entries (synth.h
+ * synth_unit_map) into in, from the graph around it: a processor's, the
+ * end of the task before the unit whose order edge goes into it
+ * (src[proc]; the host's first task's start where none), a stream's
+ * last's, the end of that task (the log's), a transfer's, the latest
+ * arrival of its instance's other members. */
+static void map_entries(const struct graph *g, const struct sim *sm, const struct synth_out *so,
+			const struct synth_unit_rec *u, const struct synth_unit_map *mp,
+			const uint32_t *src, int64_t *in)
+{
+	const uint32_t *nodes = so->ulog_nodes + u->node0;
+	for (uint32_t i = 0; i < mp->n_in; i++) {
+		const struct synth_port *p = &mp->in[i];
+		in[i] = INT64_MIN;
+		if (p->kind == SYNTH_PORT_PROC) {
+			assert_true(p->proc >= 0 && p->proc < MAP_PROCS);
+			if (src[p->proc] != UINT32_MAX)
+				in[i] = sm->end_ns[src[p->proc]];
+			else if (p->proc == 0)
+				in[i] = sm->start_ns[nodes[0]];
+			continue;
+		}
+		if (p->kind == SYNTH_PORT_LAST) {
+			assert_true(p->proc >= 0 && p->proc < SYNTH_STREAMS);
+			if (u->last[p->proc] != UINT32_MAX)
+				in[i] = sm->end_ns[u->last[p->proc]];
+			continue;
+		}
+		assert_int_equal(p->kind, SYNTH_PORT_PEER);
+		{
+			uint32_t v = nodes[p->task], c = g->coll[v], k = sm->inst_of[c];
+			assert_true(c != UINT32_MAX);
+			for (uint32_t q = sm->inst_first[k]; q < sm->inst_first[k + 1]; q++) {
+				uint32_t w = g->colls[sm->inst_members[q]].node;
+				int64_t at = sm->nd[w].ready_ns + g->lag_ns[w];
+				if (w != v && at > in[i])
+					in[i] = at;
+			}
+		}
+	}
+}
+
+/* Whether unit u's tasks all ran alone on their GPU: the plain max-plus
+ * pass (or no contention), or the hybrid's tasks outside its queue. */
+static int map_alone(const struct sim *sm, const struct synth_out *so, const struct settle_out *st,
+		     const struct synth_unit_rec *u)
+{
+	if (so->slow_compute == 0 && so->slow_comm == 0)
+		return 1;
+	if (st->maxplus != SIM_MP_RUN)
+		return 0;
+	if (!sm->mp_hybrid)
+		return 1;
+	for (uint32_t j = 0; j < u->n; j++)
+		if (sm->mp_q[so->ulog_nodes[u->node0 + j]] == 1)
+			return 0;
+	return 1;
+}
+
+/* Each unit of in repeated from a template (in->units) that ran alone: its
+ * template's map applied to its entries' settled times equals its exits'
+ * settled times to the nanosecond (synth.h synth_unit_map), every edge
+ * into it from outside is one of its entries, and every transfer with
+ * another member one of its PEER entries.  The units checked; *skipped:
+ * those that ran beside a collective, or have no map. */
+static size_t maps_hold(const struct synth_in *in, size_t *skipped, size_t *tails)
+{
+	struct synth_in b = *in;
+	struct synth_tpl *tpl = synth_tpl_new();
+	struct sim *sm = sim_new(NULL);
+	struct prism_err err;
+	struct graph *g = NULL;
+	struct synth_out so;
+	struct settle_out st;
+	uint32_t *owner, *src;
+	size_t checked = 0;
+
+	prism_err_clear(&err);
+	b.units = 1;
+	b.unit_log = 1;
+	assert_non_null(tpl);
+	assert_non_null(sm);
+	if (synth_build_tpl(&b, tpl, &g, &so, &err) != 0 ||
+	    settle_synth_sim(sm, NULL, g, &so, &st, &err) != 0) {
+		print_error("%s\n", err.msg);
+		fail();
+	}
+	assert_true(so.n_ulog > so.n_tails);
+	assert_int_equal(so.n_ulog - so.n_tails, so.n_units_folded);
+	assert_int_equal(so.n_tails, (size_t)(in->lay.pp * in->steps));
+	owner = malloc(g->n_nodes * sizeof(*owner));
+	src = malloc(so.n_ulog * MAP_PROCS * sizeof(*src));
+	assert_non_null(owner);
+	assert_non_null(src);
+	for (uint32_t v = 0; v < g->n_nodes; v++)
+		owner[v] = UINT32_MAX;
+	for (size_t i = 0; i < so.n_ulog * MAP_PROCS; i++)
+		src[i] = UINT32_MAX;
+	for (size_t i = 0; i < so.n_ulog; i++)
+		for (uint32_t j = 0; j < so.ulog[i].n; j++) {
+			uint32_t v = so.ulog_nodes[so.ulog[i].node0 + j];
+			assert_int_equal(owner[v], UINT32_MAX);
+			owner[v] = (uint32_t)i;
+		}
+	/* The edges into each unit from outside it: a stream's last task's
+	 * before it (the log's), or an order edge, by its source's processor
+	 * (one task each: the processor's last before the unit). */
+	for (uint32_t w = 0; w < g->n_nodes; w++)
+		for (uint32_t k = g->out_off[w]; k < g->out_off[w + 1]; k++) {
+			uint32_t v = g->out_dst[k], i = owner[v], host;
+			int64_t off;
+			if (i == UINT32_MAX || owner[w] == i)
+				continue;
+			host = g->proc[so.ulog_nodes[so.ulog[i].node0]];
+			off = (int64_t)g->proc[w] - host;
+			assert_true(off >= 0 && off < MAP_PROCS);
+			if (GE_KIND(g->out_kind[k]) != GE_ORDER) {
+				/* from a stream's last task before it (a LAST
+				 * entry, below), or the unit has no map */
+				int q = 0;
+				while (q < SYNTH_STREAMS && so.ulog[i].last[q] != w)
+					q++;
+				if (q < SYNTH_STREAMS)
+					continue;
+			}
+			/* (two: the unit can have no map, below) */
+			if (GE_KIND(g->out_kind[k]) != GE_ORDER ||
+			    (src[i * MAP_PROCS + off] != UINT32_MAX &&
+			     src[i * MAP_PROCS + off] != w))
+				src[i * MAP_PROCS + off] = UINT32_MAX - 1;
+			else
+				src[i * MAP_PROCS + off] = w;
+		}
+	*skipped = *tails = 0;
+	for (size_t i = 0; i < so.n_ulog; i++) {
+		const struct synth_unit_rec *u = &so.ulog[i];
+		const uint32_t *nodes = so.ulog_nodes + u->node0;
+		struct synth_unit_map mp;
+		int64_t in_t[64];
+		int tail = i >= so.n_ulog - so.n_tails;
+		assert_int_equal(tail ? synth_tpl_tail_map(tpl, u->tpl, &mp)
+				      : synth_tpl_unit_map(tpl, u->tpl, &mp),
+				 0);
+		assert_int_equal(mp.n_tasks, u->n);
+		/* (every tail of these layouts has one: no event wait left
+		 * pending by a stage's last unit) */
+		if (tail)
+			assert_true(mp.n_in > 0);
+		if (mp.n_in == 0 || !map_alone(sm, &so, &st, u)) {
+			(*skipped)++;
+			continue;
+		}
+		assert_false(g->procs[g->proc[nodes[0]]].gpu);
+		*tails += tail;
+		assert_true(mp.n_in <= 64);
+		/* Every entry the graph has is one of the map's. */
+		for (int off = 0; off < MAP_PROCS; off++) {
+			uint32_t j = 0;
+			if (src[i * MAP_PROCS + off] == UINT32_MAX)
+				continue;
+			assert_true(src[i * MAP_PROCS + off] != UINT32_MAX - 1);
+			while (j < mp.n_in &&
+			       !(mp.in[j].kind == SYNTH_PORT_PROC && mp.in[j].proc == off))
+				j++;
+			assert_true(j < mp.n_in);
+		}
+		for (uint32_t t = 0; t < u->n; t++) {
+			uint32_t c = g->coll[nodes[t]], j = 0;
+			if (c == UINT32_MAX || sm->inst_size[sm->inst_of[c]] < 2)
+				continue;
+			while (j < mp.n_in &&
+			       !(mp.in[j].kind == SYNTH_PORT_PEER && mp.in[j].task == t))
+				j++;
+			assert_true(j < mp.n_in);
+		}
+		map_entries(g, sm, &so, u, &mp, src + i * MAP_PROCS, in_t);
+		for (uint32_t o = 0; o < mp.n_out; o++) {
+			const struct synth_port *p = &mp.out[o];
+			uint32_t v = nodes[p->task];
+			int64_t want, got = INT64_MIN;
+			for (uint32_t j = 0; j < mp.n_in; j++) {
+				int64_t w = mp.m[(size_t)o * mp.n_in + j];
+				if (w != INT64_MIN && in_t[j] != INT64_MIN && in_t[j] + w > got)
+					got = in_t[j] + w;
+			}
+			if (p->kind == SYNTH_PORT_END) {
+				want = sm->end_ns[v];
+				/* the unit's last task on its processor */
+				assert_int_equal((int64_t)g->proc[v] - g->proc[nodes[0]], p->proc);
+				assert_true(v + 1 >= g->n_nodes || owner[v + 1] != i ||
+					    g->proc[v + 1] != g->proc[v]);
+			} else if (p->kind == SYNTH_PORT_LAST) {
+				want = sm->end_ns[v];
+			} else if (p->kind == SYNTH_PORT_ARRIVE) {
+				want = sm->nd[v].ready_ns + g->lag_ns[v];
+			} else {
+				assert_int_equal(p->kind, SYNTH_PORT_START);
+				want = sm->start_ns[v];
+			}
+			if (got != want)
+				print_error(
+				    "unit %zu (template %u, stage %u) exit %u (kind %d task %u): "
+				    "map %lld, settled %lld\n",
+				    i, u->tpl, u->rank, o, p->kind, p->task, (long long)got,
+				    (long long)want);
+			assert_int_equal(got, want);
+		}
+		checked++;
+	}
+	free(owner);
+	free(src);
+	sim_free(sm);
+	graph_free(g);
+	synth_out_release(&so);
+	synth_tpl_free(tpl);
+	return checked;
+}
+
+/* The templates' maps (synth.h synth_unit_map, issue 38's unit map step
+ * 3) hold, to the nanosecond, for every unit that ran alone: layouts
+ * without data parallelism under GPipe, 1F1B, the interleaved schedule
+ * and the zero-bubble ones, with tensor-parallel collectives and without,
+ * sequence parallelism, recomputation, a launch-bound host; contention on
+ * (the profile's) and off; and, with data parallelism, the units the
+ * hybrid took straight through.  A map that leaves out a unit task's
+ * reach (fold_end_from's host term), the transfers' other sides or the
+ * edges inside the unit fails it. */
+static void test_unit_map(void **state)
+{
+	static const struct {
+		int tp, pp, dp, vp, m, sched, rec, zero, sp;
+		double host_us;
+	} cases[] = {
+	    {1, 1, 1, 1, 4, LAYOUT_1F1B, LAYOUT_RECOMPUTE_NONE, 0, 0, 10},
+	    {1, 2, 1, 1, 4, LAYOUT_GPIPE, LAYOUT_RECOMPUTE_NONE, 0, 0, 10},
+	    {1, 4, 1, 1, 8, LAYOUT_1F1B, LAYOUT_RECOMPUTE_NONE, 0, 0, 10},
+	    {2, 4, 1, 1, 8, LAYOUT_1F1B, LAYOUT_RECOMPUTE_SELECTIVE, 0, 0, 10},
+	    {2, 2, 1, 2, 4, LAYOUT_INTERLEAVED, LAYOUT_RECOMPUTE_NONE, 0, 1, 10},
+	    {4, 4, 1, 2, 8, LAYOUT_INTERLEAVED, LAYOUT_RECOMPUTE_FULL, 0, 0, 10},
+	    {1, 2, 1, 4, 8, LAYOUT_INTERLEAVED, LAYOUT_RECOMPUTE_NONE, 0, 0, 10},
+	    /* launch-bound: the host's gates decide */
+	    {1, 2, 1, 1, 8, LAYOUT_1F1B, LAYOUT_RECOMPUTE_NONE, 0, 0, 400},
+	    {2, 4, 1, 2, 8, LAYOUT_INTERLEAVED, LAYOUT_RECOMPUTE_NONE, 0, 0, 60},
+	    {1, 4, 1, 1, 8, LAYOUT_ZB1P, LAYOUT_RECOMPUTE_NONE, 0, 0, 10},
+	    {2, 2, 1, 1, 8, LAYOUT_ZBV, LAYOUT_RECOMPUTE_NONE, 0, 1, 10},
+	    {2, 2, 1, 1, 8, LAYOUT_DUALPIPEV, LAYOUT_RECOMPUTE_NONE, 0, 0, 10},
+	    /* data parallel: the units beside a bucket's reduction are the
+	     * hybrid's (skipped), the others hold */
+	    {1, 2, 2, 1, 8, LAYOUT_1F1B, LAYOUT_RECOMPUTE_NONE, 0, 0, 10},
+	    {2, 2, 4, 2, 4, LAYOUT_INTERLEAVED, LAYOUT_RECOMPUTE_NONE, 1, 0, 10},
+	};
+	size_t all = 0;
+	(void)state;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
+		for (int quiet = 0; quiet < 2; quiet++) {
+			struct synth_in in;
+			size_t skipped, n, tails;
+			small(&in);
+			FIXTURE_SHAPE(&in, cases[i]);
+			in.cpu_op_s = cases[i].host_us * 1e-6;
+			if (quiet)
+				in.hw = &hw_quiet;
+			n = maps_hold(&in, &skipped, &tails);
+			print_message("case %zu%s: %zu units and tails held (%zu tails), %zu "
+				      "skipped\n",
+				      i, quiet ? " (no contention)" : "", n, tails, skipped);
+			assert_true(n > tails);
+			all += n;
+		}
+	print_message("%zu units in all\n", all);
+}
+
+/* An argument: the tests whose names it matches (cmocka's filter). */
+int main(int argc, char **argv)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_agreement),
@@ -2544,6 +2820,9 @@ int main(void)
 	    cmocka_unit_test(test_template_count),
 	    cmocka_unit_test(test_settle_scratch_reused),
 	    cmocka_unit_test(test_scratch_reused),
+	    cmocka_unit_test(test_unit_map),
 	};
+	if (argc > 1)
+		cmocka_set_test_filter(argv[1]);
 	return cmocka_run_group_tests(tests, setup, NULL);
 }

@@ -10,7 +10,8 @@
  * flags, peers and rank state, on any stage, repeats one template, its
  * processors, layers and process groups moved (keys, below).  Reads the
  * unit from the graph writer (c->em.w), takes it back and stages the
- * copies.
+ * copies.  A template's map (synth.h synth_unit_map, umap.c) is made with
+ * it (fold_map).
  */
 #include "synth_int.h"
 
@@ -132,6 +133,12 @@ static void fold_replay(struct ctx *c, const struct ufold *t, const struct fbind
 		struct synth_fold_mark x = {m->node + k0, k0,	    m->kern0,
 					    m->n_kern,	  m->kern2, m->n_kern2};
 		c->fo.marks.v[c->fo.marks.n++] = x;
+	}
+	if (c->in->unit_log) {
+		struct unit_rec x = {(uint32_t)(t - c->fo.folds.v), (uint32_t)r, k0, {0}};
+		memcpy(x.last, c->rk[r].last, sizeof(x.last));
+		if (VEC_PUSH(c->fo.ulog, x))
+			c->oom = 1;
 	}
 	for (int st = 0; st < S_N; st++)
 		if (t->last[st] != NONE32)
@@ -556,6 +563,27 @@ static int fold_events(struct ctx *c, const struct built *u, struct ufold *t)
 		t->last[st] = l != NONE32 && l >= u->k0 ? x[l - u->k0].end_of : NONE32;
 	}
 	return 1;
+}
+
+/* t's map (synth.h synth_unit_map; umap.c) into ctx.fo.fmaps: 0, or -1
+ * when out of memory. */
+static int fold_map(struct ctx *c, struct ufold *t)
+{
+	const struct fold_state *f = &c->fo;
+	struct umap_view v = {f->fnodes.v + t->node0,
+			      t->n_nodes,
+			      f->fedges.v + t->edge0,
+			      t->n_edges,
+			      f->fexts.v + t->ext0,
+			      t->n_ext,
+			      f->fmarks.v + t->mark0,
+			      t->n_marks,
+			      f->fkerns.v,
+			      &c->rk[t->rank],
+			      t->last,
+			      t->ufirst,
+			      0};
+	return um_make(c, &v, &c->fo.fmaps, &t->map);
 }
 
 /* Take the unit back: its tasks, edges and collectives, and its
@@ -1193,7 +1221,7 @@ int sf_end(struct ctx *c, int r, int32_t mb, int32_t mbb, size_t slot, const str
 			for (int h = 0; h < 3; h++)
 				c->tally.kdb_hits[h] -= t.hits[h];
 			c->em.waits.n = u->w0;
-			if (fold_keep(c, &t) || fold_key(c, &t, r, p, u) ||
+			if (fold_keep(c, &t) || fold_key(c, &t, r, p, u) || fold_map(c, &t) ||
 			    VEC_PUSH(c->fo.folds, t) || key_insert(c, ti) ||
 			    fold_bind(c, slot, ti, r, p)) {
 				c->oom = 1;
@@ -1242,6 +1270,16 @@ void sf_release(struct ctx *c)
 	VEC_FREE(c->fo.ftext);
 	VEC_FREE(c->fo.fstrs);
 	VEC_FREE(c->fo.fseqs);
+	VEC_FREE(c->fo.fmaps.ports);
+	VEC_FREE(c->fo.fmaps.m);
+	VEC_FREE(c->fo.tmaps.ports);
+	VEC_FREE(c->fo.tmaps.m);
+	VEC_FREE(c->fo.mscr);
+	VEC_FREE(c->fo.mrows);
+	VEC_FREE(c->fo.mexts);
+	VEC_FREE(c->fo.medges);
+	VEC_FREE(c->fo.ulog);
+	VEC_FREE(c->fo.tails);
 }
 
 int sf_carry_in(struct ctx *c, struct synth_tpl *tpl)
@@ -1260,7 +1298,7 @@ int sf_carry_in(struct ctx *c, struct synth_tpl *tpl)
 		c->fo.fmarks.n = c->fo.fexts.n = c->fo.fkerns.n = 0;
 		c->fo.ftext.n = c->fo.fstrs.n = c->fo.fseqs.n = 0;
 		c->fo.fkeys.n = c->fo.fktab.n = c->fo.fpgs.n = c->fo.fcpg.n = 0;
-		c->fo.fprole.n = 0;
+		c->fo.fprole.n = c->fo.fmaps.ports.n = c->fo.fmaps.m.n = 0;
 	}
 	tpl->key = key;
 	tpl->have = 0;
@@ -1275,6 +1313,8 @@ int sf_carry_in(struct ctx *c, struct synth_tpl *tpl)
 	c->fo.kinds = c->fo.carried = 0;
 	c->fo.rec = 0;
 	c->fo.marks.n = 0;
+	c->fo.ulog.n = 0;
+	c->fo.tails.n = c->fo.tmaps.ports.n = c->fo.tmaps.m.n = 0;
 	c->fo.tasks_folded = 0;
 	c->fo.units_folded = c->fo.units_kept = 0;
 	c->fo.carry = 1;
@@ -1288,4 +1328,24 @@ void sf_carry_out(struct ctx *c, struct synth_tpl *tpl, int ok)
 	tpl->n_fold = tpl->fo.n_fold;
 	tpl->n_cpu = c->em.n_cpu;
 	tpl->have = ok;
+}
+
+int synth_tpl_unit_map(const struct synth_tpl *tpl, uint32_t t, struct synth_unit_map *map)
+{
+	const struct fold_state *f = &tpl->fo;
+	const struct ufold *u;
+	if (t >= f->folds.n)
+		return -1;
+	u = &f->folds.v[t];
+	um_get(&f->fmaps, &u->map, u->n_nodes, map);
+	return 0;
+}
+
+int synth_tpl_tail_map(const struct synth_tpl *tpl, uint32_t i, struct synth_unit_map *map)
+{
+	const struct fold_state *f = &tpl->fo;
+	if (i >= f->tails.n)
+		return -1;
+	um_get(&f->tmaps, &f->tails.v[i].map, f->tails.v[i].n, map);
+	return 0;
 }

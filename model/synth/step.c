@@ -1360,7 +1360,6 @@ static void zb_step(struct ctx *c, int s, const struct shape *z)
 						     : SL_PASS_ALL,
 			     z);
 	}
-	grad_flush(c, s, z);
 }
 
 static void stage_step(struct ctx *c, int s, const struct shape *z)
@@ -1425,8 +1424,6 @@ static void stage_step(struct ctx *c, int s, const struct shape *z)
 		B_UNIT();
 #undef F_UNIT
 #undef B_UNIT
-	/* Without overlap the gradients wait for the stage's last backward. */
-	grad_flush(c, s, z);
 }
 
 /* The optimizer's passes over the gradients, in the order Megatron-LM's
@@ -1746,15 +1743,27 @@ void ss_steps(struct ctx *c, const struct shape *z)
 	const struct synth_in *in = c->in;
 	for (c->sc.step = 0; c->sc.step < (in->steps > 0 ? in->steps : 1); c->sc.step++) {
 		for (int r = 0; r < in->lay.pp; r++) {
-			uint32_t first = c->em.w.n_nodes, w;
+			uint32_t first = c->em.w.n_nodes, w, last0[S_N];
+			size_t k0, e0;
 			set_ann(c, r, -1, PH_NONE, -1);
 			stage_step(c, r, z);
+			/* The step's tail (its map: umap.c um_tail): without
+			 * overlap the gradients wait for the stage's last
+			 * backward; the optimizer; the closing synchronize. */
+			k0 = c->em.w.n_nodes;
+			e0 = c->em.w.edges.n;
+			memcpy(last0, c->rk[r].last, sizeof(last0));
+			grad_flush(c, r, z);
 			if (!in->bare)
 				ss_optimizer(c, r, z);
 			set_ann(c, r, -1, PH_NONE, -1);
 			w = se_sync(c, r);
 			if (c->oom)
 				return;
+			if (um_tail(c, r, k0, e0, last0)) {
+				c->oom = 1;
+				return;
+			}
 			if (VEC_PUSH(c->sc.step_first, first) || VEC_PUSH(c->sc.step_last, w)) {
 				c->oom = 1;
 				return;

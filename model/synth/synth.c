@@ -175,6 +175,8 @@ void synth_out_release(struct synth_out *o)
 	free(o->unit_last);
 	free(o->marks);
 	free(o->kerns);
+	free(o->ulog);
+	free(o->ulog_nodes);
 	memset(o, 0, sizeof(*o));
 }
 
@@ -216,6 +218,38 @@ static void push_iters(struct ctx *c)
 					(int64_t)(i / (size_t)P), 0, 0};
 		gw_iter(&c->em.w, &it);
 	}
+}
+
+/* The units repeated from templates (in->unit_log) into out, in the
+ * graph's ids: 0, or PRISM_ENOMEM. */
+static int take_ulog(const struct ctx *c, struct synth_out *out)
+{
+	const uint32_t *newid = c->em.w.newid;
+	size_t n = 0, k = 0, nu = c->fo.ulog.n, nt = c->fo.tails.n;
+	for (size_t i = 0; i < nu; i++)
+		n += c->fo.folds.v[c->fo.ulog.v[i].t].n_nodes;
+	for (size_t i = 0; i < nt; i++)
+		n += c->fo.tails.v[i].n;
+	out->ulog = prism_malloc((nu + nt) * sizeof(*out->ulog));
+	out->ulog_nodes = prism_malloc((n ? n : 1) * sizeof(*out->ulog_nodes));
+	if (!out->ulog || !out->ulog_nodes)
+		return PRISM_ENOMEM;
+	for (size_t i = 0; i < nu + nt; i++) {
+		const struct unit_rec *x = i < nu ? &c->fo.ulog.v[i] : NULL;
+		const struct tail_rec *y = i < nu ? NULL : &c->fo.tails.v[i - nu];
+		uint32_t nn = x ? c->fo.folds.v[x->t].n_nodes : y->n, k0 = x ? x->k0 : y->k0;
+		const uint32_t *last = x ? x->last : y->last;
+		out->ulog[i] = (struct synth_unit_rec){
+		    x ? x->t : (uint32_t)(i - nu), x ? x->r : y->r, (uint32_t)k, nn, {0}};
+		for (int st = 0; st < SYNTH_STREAMS; st++)
+			out->ulog[i].last[st] =
+			    st < S_N && last[st] != NONE32 ? newid[last[st]] : UINT32_MAX;
+		for (uint32_t j = 0; j < nn; j++)
+			out->ulog_nodes[k++] = newid[k0 + j];
+	}
+	out->n_ulog = nu + nt;
+	out->n_tails = nt;
+	return 0;
 }
 
 /* What was built, into out: the schedule's marks (taken from c), the
@@ -288,6 +322,8 @@ static int take_out(struct ctx *c, uint32_t n_tasks, struct synth_out *out)
 			memset(&c->fo.fkerns, 0, sizeof(c->fo.fkerns));
 		}
 	}
+	if (c->in->unit_log && take_ulog(c, out))
+		return PRISM_ENOMEM;
 	out->n_waits = (uint32_t)c->em.waits.n;
 	if (c->ro_keep)
 		out->waits = VEC_RESERVE(c->ro.waits, c->em.waits.n ? c->em.waits.n : 1)
@@ -371,6 +407,8 @@ void synth_tpl_recycle_out(struct synth_tpl *tpl, struct synth_out *so)
 		return;
 	}
 	tpl->out_lent = 0;
+	free(so->ulog); /* (in->unit_log's: never the thread's) */
+	free(so->ulog_nodes);
 	ROOM_TRIM(tpl->out.step_first);
 	ROOM_TRIM(tpl->out.step_last);
 	ROOM_TRIM(tpl->out.unit_first);
@@ -501,9 +539,11 @@ oom:
 				   GRAPH_MAX_TASKS);
 	else
 		rc = prism_err_set(err, PRISM_ENOMEM, "synth: out of memory");
-	if (c.ro_keep) /* its arrays are c.ro's (or c.sc's), kept below */
+	if (c.ro_keep) { /* its arrays are c.ro's (or c.sc's), kept below */
+		free(out->ulog);
+		free(out->ulog_nodes);
 		memset(out, 0, sizeof(*out));
-	else
+	} else
 		synth_out_release(out);
 done:
 	graph_free(g);

@@ -106,6 +106,10 @@ struct synth_in {
 				  * every unit of the same content (the
 				  * builds before content keys; tests hold
 				  * the two equal) */
+	int unit_log;			      /* 1: the output lists every unit repeated
+				  * from a template (synth_out.ulog: its
+				  * template and its tasks' ids), for tests
+				  * holding the templates' maps (below) */
 };
 
 /*
@@ -369,6 +373,27 @@ struct synth_out {
 				      * earlier build (synth_build_tpl) */
 	/* Contention (sim.h): the profile's, 0 for bare runs. */
 	double slow_compute, slow_comm;
+	/* in->unit_log: each unit repeated from a template, in build order,
+	 * then each step's tail (tpl: its index, synth_tpl_tail_map), its
+	 * stage's steps in order, stage after stage (NULL, 0 otherwise;
+	 * synth_out_release frees them). */
+	struct synth_unit_rec *ulog;
+	size_t n_ulog, n_tails;
+	uint32_t *ulog_nodes;
+};
+
+/* Streams of a stage (at least those synth builds on). */
+#define SYNTH_STREAMS 16
+
+/* A unit repeated from template tpl (synth_tpl_unit_map; a tail, the last
+ * n_tails of the log: tail tpl, synth_tpl_tail_map) on stage rank:
+ * the graph's id of the template's task i is ulog_nodes[node0 + i], i <
+ * n (the template's tasks, in its order). */
+struct synth_unit_rec {
+	uint32_t tpl, rank, node0, n;
+	/* The stage's streams' last tasks before it (UINT32_MAX: none):
+	 * what its LAST entries are the ends of. */
+	uint32_t last[SYNTH_STREAMS];
 };
 
 /* A unit task: node, the first host task of its unit (which starts at
@@ -582,6 +607,87 @@ int synth_build_tpl(const struct synth_in *in, struct synth_tpl *tpl, struct gra
  * where it is not tpl's last (or tpl is NULL).  An output released
  * instead, or still held at the next build, is its holder's as any. */
 void synth_tpl_recycle_out(struct synth_tpl *tpl, struct synth_out *so);
+
+/*
+ * A template's map (issue 38's unit map, docs/PERFORMANCE.md): the
+ * latest times at which its unit's exits happen as a max-plus function of
+ * its entries, computed once per template where it is made (fold.c
+ * sf_end), over its own tasks as the simulator (sim.h) times them where
+ * nothing contends: each task starts at the latest release of its edges
+ * (a launch's at its host task's start, any other at its source's end)
+ * plus its start lag, a point-to-point transfer not before the other
+ * members of its instance arrive, and ends its duration later; a unit
+ * task (sim.h, folded tasks) at max(start + rest, host start + reach) of
+ * its kernels.  Tasks on one processor run in their order (the graph's
+ * order edges), the first after the processor's last task before the
+ * unit.
+ *
+ * Entries (in[i]):
+ * - SYNTH_PORT_PROC: the end of the last task before the unit on
+ *   processor `proc` (an offset from the stage's host thread, which is 0:
+ *   the host's free time; a stream's: what its first task here follows),
+ *   INT64_MIN where there is none (the host's then: its first task's
+ *   start);
+ * - SYNTH_PORT_LAST: the end of the stage's last task of stream `proc`
+ *   before the unit (what its events from before it wait on; after a
+ *   pair (sim.h), a stream whose tasks were its side lane's has the pair's
+ *   unit task there), INT64_MIN where none;
+ * - SYNTH_PORT_PEER: the latest arrival of the other members of
+ *   template task `task`'s instance (a pipeline transfer's other side),
+ *   INT64_MIN where it has none.
+ * Exits (out[j]):
+ * - SYNTH_PORT_END: the end of task `task`, the unit's last on processor
+ *   `proc` (the host's: its free time after the unit);
+ * - SYNTH_PORT_LAST: the end of task `task`, the stage's last task of
+ *   stream `proc` after the unit (the next unit's LAST entry);
+ * - SYNTH_PORT_ARRIVE: when task `task` (a transfer) arrives, ready to
+ *   rendezvous: the PEER entry of the other side's unit;
+ * - SYNTH_PORT_START: the start of task `task`, the unit's first compute
+ *   task (the bubble's span).
+ * m[j * n_in + i]: the longest path from entry i to exit j, INT64_MIN
+ * where there is none; exit j is the max over i of m[j * n_in + i] +
+ * in[i].  Exact, to the nanosecond, for a unit whose tasks run alone on
+ * their GPU (no contention: test_hier's test_unit_map holds it against
+ * the settled graph); a pair's side lane (sim.h, pairs) has none: n_in
+ * 0.
+ */
+#define SYNTH_PORT_PROC	  0
+#define SYNTH_PORT_PEER	  1
+#define SYNTH_PORT_END	  2
+#define SYNTH_PORT_ARRIVE 3
+#define SYNTH_PORT_START  4
+#define SYNTH_PORT_LAST	  5
+
+struct synth_port {
+	uint8_t kind;  /* SYNTH_PORT_* */
+	int32_t proc;  /* PROC, END: processor, from the stage's host thread */
+	uint32_t task; /* PEER, END, ARRIVE, START: the template's task */
+};
+
+struct synth_unit_map {
+	uint32_t n_tasks, n_in, n_out;
+	const struct synth_port *in, *out;
+	const int64_t *m;
+};
+
+/* Template t of tpl's last build (synth_unit_rec.tpl): its map into *map
+ * (pointing into tpl, valid until its next build): 0, or -1 where tpl has
+ * no such template. */
+int synth_tpl_unit_map(const struct synth_tpl *tpl, uint32_t t, struct synth_unit_map *map);
+
+/*
+ * The same for the tail of each stage's step (issue 38's unit map, step
+ * 4): its tasks after the stage's last unit -- the gradients' last
+ * reductions, the optimizer (the statistics' all-reduces across the
+ * stages and the tied embedding's between two among them: every
+ * collective a PEER entry, INT64_MIN where it has no other member), the
+ * closing synchronize -- made where the step is built (hierarchical
+ * simulation: in->units), the i-th of tpl's last build (synth_out's
+ * tails, stage after stage, step after step): 0, or -1 where there is
+ * none.  n_in 0 where an edge reaches into it from a task before it other
+ * than a stream's last (an event wait left pending by the last unit).
+ */
+int synth_tpl_tail_map(const struct synth_tpl *tpl, uint32_t i, struct synth_unit_map *map);
 
 /* The layout rules alone, the limits above and LLM_MAX_* first (so that
  * no rule divides by zero or overflows), and the graph's size: 0, or

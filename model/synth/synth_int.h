@@ -146,6 +146,18 @@ struct fstr {
 	uint32_t off, id;
 };
 
+/* Maps (synth.h synth_unit_map; umap.c): their entries and exits, their
+ * matrices; one map's place in them: its entries, then its exits, from
+ * port0, its matrix (n_out x n_in) from m0. */
+struct umap_store {
+	VEC(struct synth_port) ports;
+	VEC(int64_t) m;
+};
+
+struct umap_at {
+	uint32_t port0, n_in, n_out, m0;
+};
+
 /* A folded unit (found by its content, fold.c): its tasks, edges (ids
  * relative to its first task), collectives (node relative; seq: their
  * (rank, pg) entry in ctx.em.seqs) and marks in ctx.fo's f* arrays. */
@@ -184,6 +196,7 @@ struct ufold {
 	uint32_t key0, n_key, khash, knext, pg0, n_pg, mask0, rmask;
 	int32_t rank, ch, chb, l0, lb0;
 	uint8_t share;
+	struct umap_at map; /* its map (synth.h synth_unit_map; ctx.fo.fmaps) */
 };
 
 /* Where a unit of a template's kind stands (fold.c): its chunk ch (a
@@ -343,6 +356,45 @@ struct sched_state {
 	VEC(uint32_t) ckey;
 };
 
+/* A unit repeated from template t on rank r, its first task k0 (as
+ * built; synth_out.ulog in the graph's ids). */
+struct unit_rec {
+	uint32_t t, r, k0;
+	uint32_t last[S_N]; /* the rank's streams' last tasks before it */
+};
+
+/* A step's tail on rank r (step.c ss_steps: the gradients' last
+ * reductions, the optimizer, the closing synchronize): its n tasks from
+ * k0 (as built), its map (ctx.fo.tmaps; n_in 0: none). */
+struct tail_rec {
+	uint32_t r, step, k0, n;
+	uint32_t last[S_N]; /* the rank's streams' last tasks before it */
+	struct umap_at map;
+};
+
+/* The tasks a map is made over (umap.c um_make): n rows in their order;
+ * the edges between them (relative, each to a later task), ne; the events
+ * into them from the rank's streams' last tasks before them, n_ext; their
+ * unit tasks (marks, their kernels in kerns), n_marks; the rank; the
+ * first compute task (a START exit; NONE32 none); whether every
+ * collective may rendezvous (a PEER entry each), or the transfers alone
+ * (GN_P2P: a unit's other collectives are its rank's own). */
+struct umap_view {
+	const struct gw_node *nd;
+	uint32_t n;
+	const struct gw_edge *ed;
+	uint32_t ne;
+	const struct fext *ext;
+	uint32_t n_ext;
+	const struct fmark *marks;
+	uint32_t n_marks;
+	const struct synth_fold_kern *kerns;
+	const struct rankst *rk;
+	const uint32_t *last; /* each stream's last task after them, or NONE32 */
+	uint32_t ufirst;
+	int all_colls;
+};
+
 /* Folded units (in->units): templates and their parts, the marks of the
  * unit tasks built so far, scratch for one fold. */
 struct fold_state {
@@ -385,6 +437,15 @@ struct fold_state {
 	VEC(char) ftext;
 	VEC(struct fstr) fstrs;
 	VEC(struct pgseq) fseqs;
+	struct umap_store fmaps;	 /* the templates' maps */
+	struct umap_store tmaps;	 /* the steps' tails' (this build's) */
+	VEC(struct tail_rec) tails;	 /* the steps' tails (step.c ss_steps) */
+	VEC(int64_t) mscr;		 /* scratch: one map's paths */
+	VEC(struct gw_node) mrows;	 /* scratch: a tail's tasks */
+	VEC(struct gw_edge) medges;	 /* and its edges */
+	VEC(struct fext) mexts;		 /* and its events from before it */
+	uint32_t mlast[S_N];		 /* and each stream's last task in it */
+	VEC(struct unit_rec) ulog;	 /* in->unit_log: the units repeated */
 	uint64_t tasks_folded;		 /* kernel-level tasks the folded units stand
 					     * for, less their unit tasks */
 	size_t units_folded, units_kept; /* units repeated from a template; built as they are */
@@ -792,6 +853,18 @@ int sf_end(struct ctx *c, int r, int32_t mb, int32_t mbb, size_t slot, const str
 
 /* Free c->fo. */
 void sf_release(struct ctx *c);
+
+/* umap.c: v's map (synth.h synth_unit_map) into st, its place in *at
+ * (n_in 0: none, where v has a pair's side lane or too many entries): 0,
+ * or -1 when out of memory. */
+int um_make(struct ctx *c, const struct umap_view *v, struct umap_store *st, struct umap_at *at);
+/* The map at *at in st, of n tasks, as synth.h gives it. */
+void um_get(const struct umap_store *st, const struct umap_at *at, uint32_t n,
+	    struct synth_unit_map *map);
+/* The tail of rank r's step just built (its tasks from k0, edges from
+ * e0, its streams' last tasks before it last0): its map, recorded in
+ * ctx.fo.tails.  0, or -1 when out of memory. */
+int um_tail(struct ctx *c, int r, size_t k0, size_t e0, const uint32_t *last0);
 
 /* A build's start and end with templates carried (synth_build_tpl): take
  * tpl's templates into c (0, or PRISM_ENOMEM), give them back. */

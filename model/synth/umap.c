@@ -1,0 +1,330 @@
+/*
+ * umap.c - maps (synth.h synth_unit_map; issue 38's unit map): the
+ * longest paths from a group of one rank's tasks' entries to its exits,
+ * as the simulator (sim.h) times those tasks where nothing contends
+ * (sim.c: arrival_ns, mp_start, fold_end_from), made once per unit
+ * template where it is made (fold.c fold_map) and once per step's tail on
+ * each rank (ss_steps: um_tail).  Each task's start and end are rows of
+ * n_in values (the longest path from each entry, INT64_MIN none), made
+ * in the tasks' order, which their edges follow.
+ */
+#include "synth_int.h"
+
+#include <string.h>
+
+#define MAP_MAX_IN 64
+
+_Static_assert(S_N <= SYNTH_STREAMS, "synth_unit_rec.last holds every stream");
+
+/* d = max(d, s + w) entry by entry (w a duration or a lag). */
+static void row_max(int64_t *d, const int64_t *s, int64_t w, uint32_t n)
+{
+	for (uint32_t j = 0; j < n; j++)
+		if (s[j] != INT64_MIN && prism_time_add(s[j], w) > d[j])
+			d[j] = prism_time_add(s[j], w);
+}
+
+/* Whether task i of v may rendezvous with other ranks' (a PEER entry and
+ * an ARRIVE exit). */
+static int rendezvous(const struct umap_view *v, uint32_t i)
+{
+	return v->nd[i].kind == GN_P2P || (v->all_colls && v->nd[i].kind == GN_COLL);
+}
+
+/* The port of kind at proc (SYNTH_PORT_PROC, END) or task among the n
+ * from port0 in st, added at its end where new: its index from port0, or
+ * NONE32 when out of memory. */
+static uint32_t map_port(struct umap_store *st, uint32_t port0, uint32_t n, uint8_t kind,
+			 int32_t proc, uint32_t task)
+{
+	struct synth_port *p = st->ports.v + port0, x = {kind, proc, task};
+	for (uint32_t i = 0; i < n; i++)
+		if (p[i].kind == kind && p[i].proc == proc && p[i].task == task)
+			return i;
+	if (VEC_PUSH(st->ports, x))
+		return NONE32;
+	return n;
+}
+
+/* v's entries and exits (st from at->port0): the host, each processor a
+ * task runs on, each stream an event from before waits on, each
+ * rendezvous's other side; each processor's last task, each stream's
+ * last (its events' source after), each rendezvous's arrival, the first
+ * compute task's start.  0, 1 where too many, -1 when out of
+ * memory. */
+static int map_ports(const struct umap_view *v, struct umap_store *st, struct umap_at *at)
+{
+	uint32_t host = v->rk->host, n = 0, p0 = at->port0;
+
+	if (map_port(st, p0, n++, SYNTH_PORT_PROC, 0, 0) == NONE32)
+		return -1;
+	for (uint32_t i = 0, seen = 1; i < v->n; i++) {
+		uint32_t off = v->nd[i].proc - host;
+		if (v->nd[i].proc < host || off > S_N)
+			return 1; /* (another rank's: cannot happen) */
+		if (seen & (1u << off))
+			continue;
+		seen |= 1u << off;
+		if (map_port(st, p0, n, SYNTH_PORT_PROC, (int32_t)off, 0) == NONE32)
+			return -1;
+		n = (uint32_t)(st->ports.n - p0);
+	}
+	for (uint32_t i = 0; i < v->n_ext; i++) {
+		if (map_port(st, p0, n, SYNTH_PORT_LAST, v->ext[i].stream, 0) == NONE32)
+			return -1;
+		n = (uint32_t)(st->ports.n - p0);
+	}
+	for (uint32_t i = 0; i < v->n; i++)
+		if (rendezvous(v, i) && map_port(st, p0, n++, SYNTH_PORT_PEER, 0, i) == NONE32)
+			return -1;
+	at->n_in = n;
+	if (n > MAP_MAX_IN)
+		return 1;
+	for (uint32_t j = 0; j < at->n_in; j++) {
+		struct synth_port p = st->ports.v[p0 + j];
+		uint32_t i = v->n;
+		if (p.kind != SYNTH_PORT_PROC)
+			continue;
+		while (i > 0 && (int32_t)(v->nd[i - 1].proc - host) != p.proc)
+			i--;
+		if (i > 0 && map_port(st, p0, n++, SYNTH_PORT_END, p.proc, i - 1) == NONE32)
+			return -1;
+	}
+	for (int k = 0; k < S_N; k++)
+		if (v->last[k] != NONE32 &&
+		    map_port(st, p0, n++, SYNTH_PORT_LAST, k, v->last[k]) == NONE32)
+			return -1;
+	for (uint32_t i = 0; i < v->n; i++)
+		if (rendezvous(v, i) && map_port(st, p0, n++, SYNTH_PORT_ARRIVE, 0, i) == NONE32)
+			return -1;
+	if (v->ufirst != NONE32 && map_port(st, p0, n++, SYNTH_PORT_START, 0, v->ufirst) == NONE32)
+		return -1;
+	at->n_out = n - at->n_in;
+	return 0;
+}
+
+/* Each unit task's reach (sim_fold_pieces: the latest launch of its
+ * kernels plus what follows it, from its unit's host start), INT64_MIN
+ * for every other task. */
+static void map_reach(const struct umap_view *v, int64_t *reach)
+{
+	for (uint32_t i = 0; i < v->n; i++)
+		reach[i] = INT64_MIN;
+	for (uint32_t k = 0; k < v->n_marks; k++) {
+		const struct fmark *mk = &v->marks[k];
+		int64_t rest = 0, r = INT64_MIN;
+		for (uint32_t q = mk->n_kern; q-- > 0;) {
+			const struct synth_fold_kern *kk = &v->kerns[mk->kern0 + q];
+			rest = prism_time_add(rest, prism_time_add(kk->lag_ns, kk->dur_ns));
+			if (prism_time_add(kk->rel_ns, rest) > r)
+				r = prism_time_add(kk->rel_ns, rest);
+		}
+		reach[mk->node] = r;
+	}
+}
+
+/* Each task's start row (S) and end row (E), its in-edges by[off[i] ..
+ * off[i + 1]) (v's edge indices); the rendezvous' arrivals into their
+ * exits' rows of m. */
+static void map_paths(const struct umap_view *v, const struct synth_port *pt, uint32_t ni,
+		      int64_t *S, int64_t *E, const int64_t *reach, const uint32_t *off,
+		      const uint32_t *by, int64_t *m)
+{
+	/* The entries of each processor (by its offset from the host: a
+	 * rank's processors are its host and then its streams) and of each
+	 * stream's last. */
+	uint32_t host = v->rk->host, prev[MAP_MAX_IN], pidx[S_N + 1], lidx[S_N];
+
+	for (uint32_t j = 0; j < ni; j++) {
+		prev[j] = NONE32;
+		if (pt[j].kind == SYNTH_PORT_PROC)
+			pidx[pt[j].proc] = j;
+		else if (pt[j].kind == SYNTH_PORT_LAST)
+			lidx[pt[j].proc] = j;
+	}
+	for (uint32_t i = 0; i < v->n; i++) {
+		int64_t *s = S + (size_t)i * ni, *e = E + (size_t)i * ni, lag = v->nd[i].lag_ns;
+		uint32_t p = pidx[v->nd[i].proc - host];
+		for (uint32_t j = 0; j < ni; j++)
+			s[j] = INT64_MIN;
+		/* After the processor's task before it (order edges). */
+		if (prev[p] == NONE32)
+			s[p] = lag;
+		else
+			row_max(s, E + (size_t)prev[p] * ni, lag, ni);
+		prev[p] = i;
+		for (uint32_t k = off[i]; k < off[i + 1]; k++) {
+			const struct gw_edge *x = &v->ed[by[k]];
+			row_max(s, (GE_KIND(x->kind) == GE_LAUNCH ? S : E) + (size_t)x->src * ni,
+				lag, ni);
+		}
+		for (uint32_t k = 0; k < v->n_ext; k++) {
+			uint32_t q = lidx[v->ext[k].stream];
+			if (v->ext[k].dst == i && s[q] < lag)
+				s[q] = lag;
+		}
+		if (rendezvous(v, i)) {
+			/* Its arrival; it starts with the other side's. */
+			uint32_t j = 0, o = ni;
+			while (pt[j].kind != SYNTH_PORT_PEER || pt[j].task != i)
+				j++;
+			while (pt[o].kind != SYNTH_PORT_ARRIVE || pt[o].task != i)
+				o++;
+			memcpy(m + (size_t)(o - ni) * ni, s, ni * sizeof(*s));
+			if (s[j] < 0)
+				s[j] = 0;
+		}
+		for (uint32_t j = 0; j < ni; j++)
+			e[j] = INT64_MIN;
+		/* (a unit task's duration: its kernels' rest, fold_run) */
+		row_max(e, s, v->nd[i].dur_ns, ni);
+		/* A unit task: no earlier than its unit's host start (its
+		 * first task's) plus its reach (fold_end_from). */
+		if (reach[i] != INT64_MIN)
+			row_max(e, S, reach[i], ni);
+	}
+}
+
+int um_make(struct ctx *c, const struct umap_view *v, struct umap_store *st, struct umap_at *at)
+{
+	size_t n = v->n, ne = v->ne, rows;
+	int64_t *S, *E, *reach, *m;
+	uint32_t *off, *by;
+	int rc;
+
+	at->port0 = (uint32_t)st->ports.n;
+	at->m0 = (uint32_t)st->m.n;
+	at->n_in = at->n_out = 0;
+	for (uint32_t k = 0; k < v->n_marks; k++)
+		if (v->marks[k].n_kern2)
+			return 0; /* a pair: its lanes slow each other */
+	for (uint32_t k = 0; k < ne; k++)
+		if (v->ed[k].src >= v->ed[k].dst || v->ed[k].dst >= n)
+			return 0;
+	if (n == 0 || v->nd[0].proc != v->rk->host)
+		return 0; /* (the host's start: its first task's) */
+	if ((rc = map_ports(v, st, at)) != 0) {
+		st->ports.n = at->port0;
+		at->n_in = at->n_out = 0;
+		return rc < 0 ? -1 : 0;
+	}
+	rows = 2 * n * at->n_in + n;
+	/* The scratch: S, E, reach, then the edges by their target. */
+	if (VEC_RESERVE(c->fo.mscr, rows + (n + 1 + ne + 1) / 2 + 1) ||
+	    VEC_RESERVE(st->m, st->m.n + (size_t)at->n_in * at->n_out))
+		return -1;
+	S = c->fo.mscr.v;
+	E = S + n * at->n_in;
+	reach = E + n * at->n_in;
+	off = (uint32_t *)(reach + n);
+	by = off + n + 1;
+	memset(off, 0, (n + 1) * sizeof(*off));
+	for (size_t k = 0; k < ne; k++)
+		off[v->ed[k].dst + 1]++;
+	for (size_t i = 0; i < n; i++)
+		off[i + 1] += off[i];
+	for (size_t k = 0; k < ne; k++)
+		by[off[v->ed[k].dst]++] = (uint32_t)k;
+	for (size_t i = n; i > 0; i--)
+		off[i] = off[i - 1];
+	off[0] = 0;
+	m = st->m.v + at->m0;
+	map_reach(v, reach);
+	map_paths(v, st->ports.v + at->port0, at->n_in, S, E, reach, off, by, m);
+	for (uint32_t o = 0; o < at->n_out; o++) {
+		const struct synth_port *p = &st->ports.v[at->port0 + at->n_in + o];
+		const int64_t *row = p->kind == SYNTH_PORT_END || p->kind == SYNTH_PORT_LAST
+					 ? E + (size_t)p->task * at->n_in
+				     : p->kind == SYNTH_PORT_START ? S + (size_t)p->task * at->n_in
+								   : NULL;
+		if (row)
+			memcpy(m + (size_t)o * at->n_in, row, at->n_in * sizeof(*row));
+	}
+	st->m.n += (size_t)at->n_in * at->n_out;
+	return 0;
+}
+
+void um_get(const struct umap_store *st, const struct umap_at *at, uint32_t n,
+	    struct synth_unit_map *map)
+{
+	map->n_tasks = n;
+	map->n_in = at->n_in;
+	map->n_out = at->n_out;
+	map->in = st->ports.v + at->port0;
+	map->out = map->in + at->n_in;
+	map->m = st->m.v + at->m0;
+}
+
+/* The tail's tasks and edges as a view: 1; 0 where an edge comes from
+ * before the tail but from a stream's last task there, or goes back; -1
+ * when out of memory. */
+static int tail_view(struct ctx *c, int r, size_t k0, size_t e0, const uint32_t *last0,
+		     struct umap_view *v)
+{
+	struct fold_state *f = &c->fo;
+	const struct gw *w = &c->em.w;
+	size_t n = w->n_nodes - k0;
+
+	f->mrows.n = f->medges.n = f->mexts.n = 0;
+	if (VEC_RESERVE(f->mrows, n ? n : 1))
+		return -1;
+	for (size_t i = 0; i < n; i++)
+		gw_row(w, (uint32_t)(k0 + i), &f->mrows.v[i]);
+	f->mrows.n = n;
+	for (size_t k = e0; k < w->edges.n; k++) {
+		struct gw_edge e = w->edges.v[k];
+		if (e.dst < k0)
+			return 0;
+		if (e.src >= k0) {
+			e.src -= (uint32_t)k0;
+			e.dst -= (uint32_t)k0;
+			if (VEC_PUSH(f->medges, e))
+				return -1;
+			continue;
+		}
+		{
+			struct fext x = {e.dst - (uint32_t)k0, 0};
+			while (x.stream < S_N && last0[x.stream] != e.src)
+				x.stream++;
+			if (x.stream == S_N || GE_KIND(e.kind) == GE_LAUNCH)
+				return 0;
+			if (VEC_PUSH(f->mexts, x))
+				return -1;
+		}
+	}
+	memset(v, 0, sizeof(*v));
+	v->nd = f->mrows.v;
+	v->n = (uint32_t)n;
+	v->ed = f->medges.v;
+	v->ne = (uint32_t)f->medges.n;
+	v->ext = f->mexts.v;
+	v->n_ext = (uint32_t)f->mexts.n;
+	v->rk = &c->rk[r];
+	v->ufirst = NONE32;
+	v->all_colls = 1;
+	for (int st = 0; st < S_N; st++) {
+		uint32_t l = c->rk[r].last[st];
+		f->mlast[st] = l != NONE32 && l >= k0 ? l - (uint32_t)k0 : NONE32;
+	}
+	v->last = f->mlast;
+	return 1;
+}
+
+int um_tail(struct ctx *c, int r, size_t k0, size_t e0, const uint32_t *last0)
+{
+	struct tail_rec t = {(uint32_t)r,  (uint32_t)c->sc.step,
+			     (uint32_t)k0, (uint32_t)(c->em.w.n_nodes - k0),
+			     {0},	   {0, 0, 0, 0}};
+	struct umap_view v;
+	int rc;
+
+	memcpy(t.last, last0, sizeof(t.last));
+	if (!c->fo.fold || c->oom)
+		return 0;
+	rc = tail_view(c, r, k0, e0, last0, &v);
+	if (rc < 0 || (rc > 0 && um_make(c, &v, &c->fo.tmaps, &t.map)))
+		return -1;
+	if (rc == 0)
+		t.map.port0 = (uint32_t)c->fo.tmaps.ports.n, t.map.m0 = (uint32_t)c->fo.tmaps.m.n;
+	return VEC_PUSH(c->fo.tails, t) ? -1 : 0;
+}
