@@ -10,6 +10,7 @@
  */
 #include "synth_int.h"
 
+#include <math.h>
 #include <stddef.h>
 #include <string.h>
 
@@ -959,6 +960,133 @@ static double offload_bound(const struct synth_in *in, double fl, double bl, dou
 	return w;
 }
 
+/* The memory-bound kernels on the compute stream of a dense layer's
+ * steady forward (*f) and backward (*b), a hybrid model's of kind `kind`
+ * (LLM_KIND_FULL otherwise), without recomputation (the
+ * recomputed forward is the bound's own term) or gradient accumulation's
+ * adds (the first microbatch has none): norms, elementwise passes,
+ * casts, as layer.c emits them (sl_kernel_on), each timed by the kernel
+ * model as the simulated graph times it (ktime: the same function of its
+ * bytes, calibration line and scale, the kernel database left out: the
+ * bound is 0 with one).  Contention only stretches them.  The GEMMs and
+ * the attention core are layer_bound's. */
+static void layer_mem_s(const struct synth_in *in, int kind, double *f, double *b)
+{
+	struct synth_in q = *in;
+	struct ctx c;
+	struct rankst rk;
+	struct shape z;
+	q.acc_elem_bytes = -1;
+	q.lay.recompute = LAYOUT_RECOMPUTE_NONE;
+	dry_unit(&c, &rk, &q, PH_FORWARD, -1, &z);
+	c.dry_kind = kind;
+	sl_layer_fwd(&c, 0, &z);
+	*f = c.dry_mem_s;
+	c.dry_mem_s = 0;
+	rk.phase = PH_BACKWARD;
+	sl_layer_bwd(&c, 0, &z);
+	*b = c.dry_mem_s;
+}
+
+/* What a dense layer's backward input-gradient reductions add beyond the
+ * weight-gradient GEMMs beside them: each block's column-parallel Linear
+ * (QKV, or MLA's own: left to mla_tp_s; FC1) all-reduces its input
+ * gradient (reduce-scatters it with sequence parallelism) on the
+ * tensor-parallel stream after its input gradient's GEMM, and the compute
+ * stream, running the weight gradient's GEMM meanwhile, waits for it at
+ * the end of the Linear's backward (layer.c linear_bwd_dt: side_issued,
+ * side_joined; Megatron-LM's LinearWithGradAccumulationAndAsyncCommunication
+ * .backward, handle.wait() after the wgrad GEMM): that stretch takes at
+ * least the longer of the GEMM's least time (which the layer's bound
+ * already counts) and the collective's, so the bound adds max(0,
+ * collective - the GEMM's least time) a block: *xa the attention's, *xm
+ * the MLP's.  Contention only slows either.  (A frozen weight's
+ * reduction waits at once: LoRA left out.) */
+static void bwd_reduce_excess(const struct synth_in *in, const struct hw_profile *hw, double *xa,
+			      double *xm)
+{
+	const struct layout *l = &in->lay;
+	struct shape z;
+	int kind = l->sp ? GC_REDUCE_SCATTER : GC_ALL_REDUCE, dt = l->dtype;
+	double c, wq, wf, T;
+	sl_shape(in, &z);
+	T = z.b * z.s;
+	c = tp_coll_s(in, kind, T, z.h);
+	wq = line_bound(in, KC_GEMM, kperf_gemm_min_s(hw, dt, llm_gemm_flops(T, z.qkv_r, z.h)));
+	wf =
+	    line_bound(in, KC_GEMM, kperf_gemm_min_s(hw, dt, llm_gemm_flops(T, z.f_in, z.h) / z.t));
+	*xa = !llm_mla(&in->m) && c > wq ? c - wq : 0;
+	*xm = c > wf ? c - wf : 0;
+}
+
+/* The data-parallel stream's least time where every microbatch reduces
+ * its gradients (ZeRO-2 and ZeRO-3, sharded over G > 1 ranks: step.c's
+ * unit_bwd reduces each backward's, grad_ready and grad_flush on S_DP,
+ * one stream): stage k's n_k layers' gradients (n_k z.params, the
+ * layers' alone: the embedding's and head's left out) reduce-scattered
+ * over the sharding group, with hybrid sharding the shard all-reduced
+ * over the replicas, each microbatch, in buckets or a layer at a time;
+ * ZeRO-3 gathers each layer's weights for its forward and again for its
+ * backward, FSDP's SHARD_GRAD_OP for its forward, each microbatch, on the
+ * same stream.  A collective's time is the least over algorithms and
+ * protocols of an affine function of its bytes with a non-negative fixed
+ * part (comm_time): concave, so subadditive, and the buckets' or layers'
+ * collectives take at least one collective of their sum; the copies
+ * around them (>= 0) and contention only add.  No reduction starts before
+ * the first microbatch's loss, so after its forward through the whole
+ * model (fchain: the layers' least forward one after another); the
+ * gathers start with the step.  So the step takes at least, for every
+ * stage, max(fchain + m red, m (red + gathers)).  0 where it does not
+ * apply (MoE, hybrid and LoRA models, ZeRO-0/1, bare). */
+static double dp_stream_bound(const struct synth_in *in, double fchain)
+{
+	const struct layout *l = &in->lay;
+	const struct llm *m = &in->m;
+	struct layout r;
+	struct layout_dp_traits t;
+	struct comm_est e;
+	struct shape z;
+	double w, g, o, mb = l->microbatches, best = 0;
+	int G, R, cap, gathers;
+
+	if (in->bare || l->zero < 2 || layout_lora(l, 0) || llm_moe_layers(m) > 0 ||
+	    llm_hybrid(m) || layout_dpc(l) <= 1)
+		return 0;
+	synth_mem_layout(in, &r);
+	G = layout_shard_group(&r);
+	if (G <= 1)
+		return 0;
+	R = layout_dpc(&r) / G;
+	cap = hw_domain(in->hw) / l->tp;
+	sl_shape(in, &z);
+	mem_param_bytes(&r, &w, &g, &o);
+	layout_dp_traits(&r, z.params, w, g, &t);
+	gathers = l->zero >= 3							  ? 2
+		  : l->dp_impl == LAYOUT_DP_FSDP || l->dp_impl == LAYOUT_DP_FSDP2 ? 1
+										  : 0;
+	for (int k = 0; k < l->pp; k++) {
+		double P = layout_stage_layers(m, &r, k) * z.params, red = 0, ag = 0;
+		struct comm_group gg = {G, comm_per_domain(G, cap)};
+		if (!(P > 0))
+			continue;
+		if (comm_time(in->hw, GC_REDUCE_SCATTER, P * t.rs_bytes, gg, in->comm_eff,
+			      COMM_AUTO, &e) == 0)
+			red = e.time_s;
+		if (R > 1) {
+			int rc = cap / G;
+			struct comm_group gr = {R, comm_per_domain(R, rc > 0 ? rc : 1)};
+			if (comm_time(in->hw, GC_ALL_REDUCE, P * t.rs_bytes / G, gr, in->comm_eff,
+				      COMM_AUTO, &e) == 0)
+				red += e.time_s;
+		}
+		if (gathers &&
+		    comm_time(in->hw, GC_ALL_GATHER, P * w, gg, in->comm_eff, COMM_AUTO, &e) == 0)
+			ag = gathers * e.time_s;
+		best = fmax(best, fmax(fchain + mb * red, mb * (red + ag)));
+	}
+	return best;
+}
+
 double synth_lower_bound(const struct synth_in *in)
 {
 	const struct layout *l = &in->lay;
@@ -966,7 +1094,8 @@ double synth_lower_bound(const struct synth_in *in)
 	double b = l->mbs, t = l->tp, bs = b * m->seq / layout_cp(l);
 	double att_f = 0, att_b = 0, mlp = 0, mlp_b = 0, tp_f, tp_b, f, bw, af, lb, mfw = 0,
 	       mbw = 0, best;
-	double fw_w, mw = 0; /* a layer's least weight-gradient GEMMs: its forward GEMMs' */
+	double fw_w, mw = 0;   /* a layer's least weight-gradient GEMMs: its forward GEMMs' */
+	double xa = 0, xm = 0; /* a layer's backward reductions beyond their wgrads */
 	struct hw_profile buf;
 	const struct hw_profile *hw = sl_run_hw(in, &buf); /* at the layout's power */
 
@@ -980,6 +1109,13 @@ double synth_lower_bound(const struct synth_in *in)
 	layer_bound(in, hw, &f, &lb, &af);
 	/* Under LoRA no base weight has a W pass (the adapters' left out). */
 	fw_w = layout_lora(l, 0) ? 0 : f - af;
+	/* A dense layer's memory-bound kernels (layer_mem_s). */
+	if (!in->bare) {
+		double xf, xbm;
+		layer_mem_s(in, LLM_KIND_FULL, &xf, &xbm);
+		f += xf;
+		lb += xbm;
+	}
 	/* Overlapped with the GEMMs (tp_overlap), the collectives leave the
 	 * compute stream: the bound keeps the GEMMs alone. */
 	if (t > 1 && !in->bare && !(l->tp_overlap && l->sp)) {
@@ -996,11 +1132,13 @@ double synth_lower_bound(const struct synth_in *in)
 	}
 	tp_f = att_f + mlp;
 	tp_b = att_b + mlp_b;
+	if (t > 1 && !in->bare && !(l->tp_overlap && l->sp) && !layout_lora(l, 0))
+		bwd_reduce_excess(in, hw, &xa, &xm);
 	/* Backward: its GEMMs and attention, the same collectives, and the
 	 * forward again under full recomputation or, under selective
 	 * recomputation, its modules' (the attention core's; the MLP's GEMMs
 	 * and its collectives' round; ...: rc_bound). */
-	bw = lb + tp_b + (l->recompute == LAYOUT_RECOMPUTE_FULL ? f + tp_f : 0) +
+	bw = lb + tp_b + xa + xm + (l->recompute == LAYOUT_RECOMPUTE_FULL ? f + tp_f : 0) +
 	     (layout_rc(l, LAYOUT_RC_CORE_ATTN) ? af : 0) + rc_bound(in, hw, 0) +
 	     (layout_rc(l, LAYOUT_RC_MLP) ? mlp : 0);
 	/* Mixture-of-experts layers: their GEMMs (moe_layer_bound) and the
@@ -1012,6 +1150,15 @@ double synth_lower_bound(const struct synth_in *in)
 		double mf, mb, maf, mtp_f = sh ? tp_f : att_f, mtp_b = sh ? tp_b : att_b;
 		moe_layer_bound(in, hw, &mf, &mb, &maf);
 		mw = mf - maf;
+		/* its attention block's memory-bound kernels and backward
+		 * reduction beyond its wgrad, as a hybrid model's attention
+		 * layer's (the experts' part's left out: a weaker bound) */
+		if (!in->bare && !llm_hybrid(m)) {
+			double xf, xbm;
+			layer_mem_s(in, LLM_KIND_ATTN, &xf, &xbm);
+			mf += xf;
+			mb += xbm + xa;
+		}
 		mbw = mb + mtp_b + (l->recompute == LAYOUT_RECOMPUTE_FULL ? mf + mtp_f : 0) +
 		      (layout_rc(l, LAYOUT_RC_CORE_ATTN) ? maf : 0) + rc_bound(in, hw, 1);
 		mfw = mf + mtp_f;
@@ -1026,8 +1173,8 @@ double synth_lower_bound(const struct synth_in *in)
 		double kw[LLM_KINDS];
 		kw[LLM_KIND_FULL] = f + bw;
 		for (int k = LLM_KIND_MAMBA; k < LLM_KINDS; k++) {
-			double kf, kb, ka, rf = k == LLM_KIND_ATTN ? att_f : mlp,
-					   rb = k == LLM_KIND_ATTN ? att_b : mlp_b;
+			double kf, kb, ka, kg, rf = k == LLM_KIND_ATTN ? att_f : mlp,
+					       rb = k == LLM_KIND_ATTN ? att_b : mlp_b;
 			if (k == LLM_KIND_MOE && (m->shared_experts == 0 || l->moe_shared_overlap))
 				rf = rb = 0;	      /* no shared experts' round on the stream */
 			if (!llm_kind_layers(m, k)) { /* none of that kind */
@@ -1035,11 +1182,21 @@ double synth_lower_bound(const struct synth_in *in)
 				continue;
 			}
 			layer_bound_of(in, hw, k, &kf, &kb, &ka);
+			kg = kf; /* its GEMMs: what the mlp module re-runs */
+			/* its memory-bound kernels, and its block's backward
+			 * reduction beyond its wgrad (an MoE or Mamba
+			 * layer's: none, a weaker bound) */
+			if (!in->bare && k != LLM_KIND_MOE && k != LLM_KIND_MAMBA) {
+				double xf, xbm;
+				layer_mem_s(in, k, &xf, &xbm);
+				kf += xf;
+				kb += xbm + (k == LLM_KIND_ATTN ? xa : xm);
+			}
 			kb += rb + (l->recompute == LAYOUT_RECOMPUTE_FULL ? kf + rf : 0);
 			if (k == LLM_KIND_ATTN && layout_rc(l, LAYOUT_RC_CORE_ATTN))
 				kb += ka;
 			if (k == LLM_KIND_MLP && layout_rc(l, LAYOUT_RC_MLP))
-				kb += kf + rf;
+				kb += kg + rf;
 			kw[k] = kf + rf + kb;
 		}
 		best = fill_drain_bound(in, hw, bs, f + bw, mfw + mbw, f, mfw, fw_w, mw, kw);
@@ -1061,6 +1218,8 @@ double synth_lower_bound(const struct synth_in *in)
 								(n - nm) * bw + nm * mbw);
 	}
 	/* After every stage's last unit, before any optimizer: the gradient
-	 * statistics' all-reduces across the stages (0 when bare). */
-	return best + synth_grad_stats_s(in);
+	 * statistics' all-reduces across the stages (0 when bare).  Or the
+	 * data-parallel stream's least time, where every microbatch
+	 * reduces (dp_stream_bound). */
+	return fmax(best + synth_grad_stats_s(in), dp_stream_bound(in, m->layers * f));
 }

@@ -97,6 +97,8 @@ void sl_kernel_on(struct ctx *c, int r, int st, int cls, const char *name, doubl
 		       : ktime(c, cls, -1, 0, bytes, kperf_mem_s(c->hw, membound_kind(cls), bytes));
 	double key[OPKEY] = {1, bytes};
 
+	if (c->dry && st == S_COMPUTE)
+		c->dry_mem_s += t;
 	se_record_op(c, key, membound_op_fmt);
 	se_launch(c, r, st, GN_KERNEL, name, t, NULL);
 }

@@ -485,6 +485,8 @@ struct ctx {
 				      * unit_pair) */
 	int part_now;		       /* the part of the task layer.c adds */
 	double dry_s;		       /* dry: the kernels' time so far */
+	double dry_mem_s;	       /* dry: the memory-bound kernels' on the
+				      * compute stream (bound.c layer_mem_s) */
 	int dry_comm;		       /* dry: add collectives' times to dry_comm_s */
 	double dry_comm_s;	       /* dry: the collectives' time so far */
 	double dry_side_s, dry_side_k; /* dry: collectives beside the compute
