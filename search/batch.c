@@ -88,6 +88,8 @@ static void make_one(void *ctx, int j, int t)
 		snprintf(mk[j].reason, sizeof(mk[j].reason), "%s", k.reason);
 }
 
+static int interleave(struct batch_ref *o, size_t n);
+
 int batch_space(const struct sweep *sw, struct pool *pool, struct batch_space *sp,
 		struct prism_err *err)
 {
@@ -114,7 +116,88 @@ int batch_space(const struct sweep *sw, struct pool *pool, struct batch_space *s
 	free(mk);
 	if (sp->norder)
 		qsort(sp->order, sp->norder, sizeof(*sp->order), cmp_analytic);
+	if (interleave(sp->order, sp->norder)) {
+		batch_space_release(sp);
+		return prism_err_set(err, PRISM_ENOMEM, "out of memory");
+	}
 	return 0;
+}
+
+/* The ramp's stage of the rank-th candidate (0: the best estimate) of its
+ * GPU count: 0 for the first, 1 for the next 2, 2 for the next 4, ... */
+static int stage_of(size_t rank)
+{
+	int s = 0;
+	while ((rank + 1) >> (s + 1))
+		s++;
+	return s;
+}
+
+/* o[0..n), sorted per GPU count, made stage by stage: each count's stage 0
+ * (its best estimate), then each count's stage 1, ...; in each, the GPU
+ * counts in order and each count's candidates best-first.  0, or
+ * PRISM_ENOMEM. */
+static int interleave(struct batch_ref *o, size_t n)
+{
+	struct batch_ref *t;
+	size_t *start = NULL, cap = 0, ng = 0, k = 0;
+
+	if (n == 0)
+		return 0;
+	for (size_t i = 0; i <= n; i++)
+		if (i == n || i == 0 || o[i].gpus != o[i - 1].gpus) {
+			if (vec_reserve_((void **)&start, &cap, ng + 1, sizeof(*start)))
+				return free(start), PRISM_ENOMEM;
+			start[ng++] = i;
+		}
+	if (!(t = prism_malloc(n * sizeof(*t))))
+		return free(start), PRISM_ENOMEM;
+	/* Stage s: ranks 2^s - 1 to 2^(s+1) - 2 of each count. */
+	for (size_t lo = 0; k < n; lo = 2 * lo + 1)
+		for (size_t g = 0; g + 1 < ng; g++)
+			for (size_t r = lo; r < 2 * lo + 1 && start[g] + r < start[g + 1]; r++)
+				t[k++] = o[start[g] + r];
+	memcpy(o, t, n * sizeof(*t));
+	free(t);
+	free(start);
+	return 0;
+}
+
+/* A GPU count's place in batch_plan's walk. */
+struct plan_count {
+	int gpus, stage; /* its stage in the batch being planned (-1: none) */
+	size_t seen;	 /* its candidates before */
+};
+
+size_t batch_plan(const struct batch_ref *order, size_t n, int bsize, int mode, int *sizes)
+{
+	struct plan_count c[64];
+	size_t nb = 0;
+	int nc = 0, in = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		int j = 0, s;
+		while (j < nc && c[j].gpus != order[i].gpus)
+			j++;
+		if (j == nc && nc < (int)(sizeof(c) / sizeof(c[0])))
+			c[nc++] = (struct plan_count){order[i].gpus, -1, 0};
+		/* More GPU counts than c holds: the later ones in plain
+		 * batches (stage 0 throughout), the rows as determined. */
+		s = j < nc ? stage_of(c[j].seen++) : 0;
+		if (in == bsize ||
+		    (mode != BATCH_EXHAUSTIVE && j < nc && c[j].stage >= 0 && c[j].stage != s)) {
+			sizes[nb++] = in;
+			in = 0;
+			for (int q = 0; q < nc; q++)
+				c[q].stage = -1;
+		}
+		if (j < nc)
+			c[j].stage = s;
+		in++;
+	}
+	if (in)
+		sizes[nb++] = in;
+	return nb;
 }
 
 void batch_space_release(struct batch_space *sp)

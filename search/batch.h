@@ -6,8 +6,12 @@
  *
  *   batch_space    every candidate of the sweep once, judged (sweep.h):
  *                  the rejected ones' indices, and the pending ones as
- *                  small refs, sorted best-first by their analytic
- *                  estimate per GPU count (ties in the sweep's order)
+ *                  small refs, ranked best-first by their analytic
+ *                  estimate per GPU count (ties in the sweep's order) and
+ *                  taken stage by stage: each count's best estimate, then
+ *                  each count's next 2, next 4, ...
+ *   batch_plan     the batches' sizes: at most N, and no batch holds two
+ *                  stages of one GPU count (the ramp)
  *   batch_make     a batch of refs made into candidates, each screened
  *                  against the best simulated time at its GPU count so far
  *   batch_simulate the batch's candidates this process owns simulated by
@@ -16,8 +20,11 @@
  *
  * Which candidates are screened depends on the mode and on the batch size
  * (the best times change between batches only), never on the threads or
- * processes.  batch_space's arrays are the caller's to release
- * (batch_space_release).
+ * processes.  The ramp has each GPU count's best estimate simulated
+ * before the rest of its count is judged, against the best of its first
+ * 1, 3, 7, 15, ... (a count's screening depends only on the best at its
+ * own count: the counts' stages share batches).  batch_space's arrays are
+ * the caller's to release (batch_space_release).
  */
 #ifndef PRISM_BATCH_H
 #define PRISM_BATCH_H
@@ -64,6 +71,17 @@ struct batch_space {
 int batch_space(const struct sweep *sw, struct pool *pool, struct batch_space *sp,
 		struct prism_err *err);
 void batch_space_release(struct batch_space *sp);
+
+/*
+ * The sizes of the batches that take order[0..n) (batch_space's order,
+ * the whole of it: a resumed sweep plans the batches it ran, then drops
+ * those stored) into sizes[] (n entries at most): how many.  A batch ends
+ * at bsize candidates and, unless mode is BATCH_EXHAUSTIVE (nothing to
+ * screen), before a candidate of a GPU count whose earlier stage it holds
+ * -- the rank-th candidate of a count (0: its best estimate) is of stage
+ * floor(log2(rank + 1)).
+ */
+size_t batch_plan(const struct batch_ref *order, size_t n, int bsize, int mode, int *sizes);
 
 /* The best simulated time per GPU count of each setting -- profile (its
  * index in sweep.hw) and sequence length: a faster GPU's or a shorter

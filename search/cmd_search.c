@@ -50,7 +50,10 @@ static const char help[] =
     "the end; --quiet: none.  `prism report DB` reads the results.\n"
     "\n"
     "Candidates are visited best-first by their analytic estimates, per GPU\n"
-    "count.  Each also has a proven lower bound of its simulated time (its\n"
+    "count, and batches ramp up: each count's best estimate is simulated\n"
+    "before the rest of its count is judged, its next 2 against the best of\n"
+    "that 1, its next 4 against the best of those 3, ... (up to --batch;\n"
+    "the counts share batches).  Each also has a proven lower bound of its simulated time (its\n"
     "GEMMs, attention and tensor-parallel collectives, with the pipeline's\n"
     "fill and drain; docs/MODEL.md).  Three modes:\n"
     "  default       screen a candidate whose bound is no better than the best\n"
@@ -93,10 +96,11 @@ static const char help_options[] =
     "                      more, SQLite's, while they work); fewer from the next\n"
     "                      batch on where the largest candidates so far would\n"
     "                      not fit in memory at one a thread (said when it happens)\n"
-    "      --batch N       candidates per batch and transaction (default 32; the\n"
-    "                      results do not depend on the thread count; which are\n"
-    "                      screened does depend on N, so a sweep resumes with its\n"
-    "                      own N and mode, and another is refused)\n"
+    "      --batch N       candidates per batch and transaction at most (default\n"
+    "                      32; the first of each GPU count fewer: the ramp above);\n"
+    "                      the results do not depend on the thread count; which\n"
+    "                      are screened does depend on N, so a sweep resumes with\n"
+    "                      its own N and mode, and another is refused)\n"
     "  -q, --quiet         no progress and no counts on stderr (errors and\n"
     "                      warnings only)\n"
     "      --json          the summary on stdout as JSON (counts, the best\n"
@@ -457,6 +461,8 @@ struct run {
 	sqlite3 *db; /* process 0's */
 	long long sid;
 	char dbpath[1024];
+	int *plan; /* the batches' sizes (batch_plan), those stored dropped */
+	size_t nplan;
 	char *stored; /* per ref of sp.order, then per rejected: stored before */
 	size_t done;  /* stored before, or now */
 	size_t stats[CS_FAILED + 1];
@@ -563,19 +569,32 @@ static int open_writer(struct run *R, int threads, struct prism_err *err)
 	return 0;
 }
 
-/* The refs not stored before, in place. */
-static void drop_stored(struct run *R)
+/* The batches planned over every ref (as the sweep ran), then the refs
+ * not stored before kept in place, each batch less those stored (a killed
+ * run stored a prefix of the batches: those are dropped whole). */
+static int plan_unstored(struct run *R, struct prism_err *err)
 {
-	size_t k = 0;
-	for (size_t i = 0; i < R->sp.norder; i++) {
-		if (R->stored[i]) {
-			R->done++;
-			continue;
+	size_t k = 0, i = 0, nb = 0;
+	if (!(R->plan = prism_malloc((R->sp.norder + 1) * sizeof(*R->plan))))
+		return prism_err_set(err, PRISM_ENOMEM, "out of memory");
+	R->nplan = batch_plan(R->sp.order, R->sp.norder, R->bsize, R->mode, R->plan);
+	for (size_t b = 0; b < R->nplan; b++) {
+		int kept = 0;
+		for (int j = 0; j < R->plan[b]; j++, i++) {
+			if (R->stored[i]) {
+				R->done++;
+				continue;
+			}
+			R->sp.order[k++] = R->sp.order[i];
+			R->stats[CS_PENDING]++;
+			kept++;
 		}
-		R->sp.order[k++] = R->sp.order[i];
-		R->stats[CS_PENDING]++;
+		if (kept)
+			R->plan[nb++] = kept;
 	}
 	R->sp.norder = k;
+	R->nplan = nb;
+	return 0;
 }
 
 /* Process 0's line after a batch: on a terminal the progress line, else
@@ -624,9 +643,8 @@ static int run_batches(struct run *R, int threads, struct progress *pg, struct p
 		rc = prism_err_set(err, PRISM_ENOMEM, "out of memory");
 	if ((rc = shard_any(&R->sh, rc)))
 		goto out;
-	for (size_t at = 0; at < R->sp.norder;) {
-		int nb = R->sp.norder - at < (size_t)R->bsize ? (int)(R->sp.norder - at) : R->bsize;
-		int t;
+	for (size_t at = 0, b = 0; b < R->nplan; b++) {
+		int nb = R->plan[b], t;
 		struct cand *batch = writer_slot(W);
 		if (!batch) { /* the writer failed: writer_put says why */
 			rc = writer_put(W, 0, err);
@@ -872,7 +890,9 @@ int cmd_search(int argc, char **argv)
 		rc = keep_rejected(&R, &err);
 	if ((rc = agree(&R.sh, rc, &quiet)))
 		goto out;
-	drop_stored(&R);
+	rc = plan_unstored(&R, &err);
+	if ((rc = agree(&R.sh, rc, &quiet)))
+		goto out;
 	if (R.lead && !R.quiet)
 		fprintf(stderr,
 			"prism search: %s: %ld candidates (%zu invalid, %zu out of memory, %zu "
@@ -911,6 +931,7 @@ out:
 	batch_space_release(&R.sp);
 	batch_twins_release(&R.twins);
 	free(R.stored);
+	free(R.plan);
 	if (R.db)
 		sqlite3_close(R.db);
 	sweep_release(&R.sw);
