@@ -200,6 +200,23 @@ size_t batch_plan(const struct batch_ref *order, size_t n, int bsize, int mode, 
 	return nb;
 }
 
+size_t batch_unstored(struct batch_ref *order, size_t *n, int *sizes, size_t nb, const char *stored)
+{
+	size_t k = 0, i = 0, left = 0;
+	for (size_t b = 0; b < nb; b++) {
+		int kept = 0;
+		for (int j = 0; j < sizes[b]; j++, i++)
+			if (!stored[i]) {
+				order[k++] = order[i];
+				kept++;
+			}
+		if (kept)
+			sizes[left++] = kept;
+	}
+	*n = k;
+	return left;
+}
+
 void batch_space_release(struct batch_space *sp)
 {
 	free(sp->order);

@@ -83,6 +83,14 @@ void batch_space_release(struct batch_space *sp);
  */
 size_t batch_plan(const struct batch_ref *order, size_t n, int bsize, int mode, int *sizes);
 
+/* The refs of order[0..*n) that stored[] (one a ref) does not mark kept in
+ * place (*n: how many), and sizes[0..nb) (batch_plan's) each less its
+ * stored ones, those left with none dropped: how many batches are left.
+ * A killed run stored a prefix of its batches: the rest are walked as
+ * they were planned. */
+size_t batch_unstored(struct batch_ref *order, size_t *n, int *sizes, size_t nb,
+		      const char *stored);
+
 /* The best simulated time per GPU count of each setting -- profile (its
  * index in sweep.hw) and sequence length: a faster GPU's or a shorter
  * sequence's time screens none of another's (0: none yet). */

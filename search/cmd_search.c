@@ -570,30 +570,17 @@ static int open_writer(struct run *R, int threads, struct prism_err *err)
 }
 
 /* The batches planned over every ref (as the sweep ran), then the refs
- * not stored before kept in place, each batch less those stored (a killed
- * run stored a prefix of the batches: those are dropped whole). */
+ * not stored before kept in place, each batch less those stored
+ * (batch_unstored). */
 static int plan_unstored(struct run *R, struct prism_err *err)
 {
-	size_t k = 0, i = 0, nb = 0;
-	if (!(R->plan = prism_malloc((R->sp.norder + 1) * sizeof(*R->plan))))
+	size_t all = R->sp.norder;
+	if (!(R->plan = prism_malloc((all + 1) * sizeof(*R->plan))))
 		return prism_err_set(err, PRISM_ENOMEM, "out of memory");
-	R->nplan = batch_plan(R->sp.order, R->sp.norder, R->bsize, R->mode, R->plan);
-	for (size_t b = 0; b < R->nplan; b++) {
-		int kept = 0;
-		for (int j = 0; j < R->plan[b]; j++, i++) {
-			if (R->stored[i]) {
-				R->done++;
-				continue;
-			}
-			R->sp.order[k++] = R->sp.order[i];
-			R->stats[CS_PENDING]++;
-			kept++;
-		}
-		if (kept)
-			R->plan[nb++] = kept;
-	}
-	R->sp.norder = k;
-	R->nplan = nb;
+	R->nplan = batch_plan(R->sp.order, all, R->bsize, R->mode, R->plan);
+	R->nplan = batch_unstored(R->sp.order, &R->sp.norder, R->plan, R->nplan, R->stored);
+	R->done += all - R->sp.norder;
+	R->stats[CS_PENDING] += R->sp.norder;
 	return 0;
 }
 

@@ -113,7 +113,8 @@ with tempfile.TemporaryDirectory() as d:
                     'space = {\n  tp = [1, 2];\n  zero = [0, 1];\n};\n')
         if os.path.exists(db):
             os.remove(db)
-        r = run("search", sw, "--db", db, code=2 if base == ONE else 0)
+        # Exhaustive: how each is made, whatever screening would keep.
+        r = run("search", sw, "--db", db, "--exhaustive", code=2 if base == ONE else 0)
         if base == ONE:
             check(r.stderr.endswith("no layout is possible with these GPU counts (4 candidates, "
                                     "all rejected; the first: the trace's global batch (1 "

@@ -76,13 +76,15 @@ with tempfile.TemporaryDirectory() as d:
           a["memory_fragmentation_bytes"] != b["memory_fragmentation_bytes"],
           "expandable segments change the reserve alone")
 
-    # 2. The search keeps the at-risk layout and stores every verdict.
+    # 2. The search keeps the at-risk layout and stores every verdict
+    # (exhaustive: the ramp simulates mbs 2, the best estimate, first, and
+    # its time screens mbs 1, whose verdict is stored all the same).
     sweep = os.path.join(d, "tight-sweep.cfg")
     with open(sweep, "w") as f:
         f.write(f'name = "tight";\nmodel = "gpt-small";\nhw = "{hw}";\ngpus = [8];\n'
                 "global_batch = 32;\nspace = {\n  mbs = [1, 2, 4];\n};\n")
     db = os.path.join(d, "t.db")
-    r = run("search", sweep, "--db", db)
+    r = run("search", sweep, "--db", db, "--exhaustive")
     check(r.returncode == 0, f"search: {r.stderr}")
     con = sqlite3.connect(db)
     rows = con.execute("SELECT mbs, status, mem_verdict, mem_margin_gb, fits FROM candidate"
@@ -114,7 +116,7 @@ with tempfile.TemporaryDirectory() as d:
     md = open(os.path.join(out, "report.md")).read()
     check(r.returncode == 0 and "| 3.6 |" in md and "At risk" not in md,
           f"report of an older database: {r.stderr}\n{md}")
-    r = run("search", sweep, "--db", db)
+    r = run("search", sweep, "--db", db, "--exhaustive")
     con = sqlite3.connect(db)
     cols = [c[1] for c in con.execute("PRAGMA table_info(candidate)")]
     con.close()

@@ -37,7 +37,9 @@ with tempfile.TemporaryDirectory() as d:
     ok = con.execute("PRAGMA integrity_check").fetchall()
     n = con.execute("SELECT COUNT(*) FROM candidate WHERE status='simulated'").fetchone()[0]
     con.close()
-    check(ok == [("ok",)] and n >= 8, f"after SIGINT: integrity {ok}, {n} simulated stored")
+    # At least the first batch: each of the 7 GPU counts' best estimate
+    # (the ramp: search/batch.h).
+    check(ok == [("ok",)] and n >= 7, f"after SIGINT: integrity {ok}, {n} simulated stored")
 
     # On a terminal: the hint, then the line from 0 evaluated on, each
     # update starting with a carriage return.
@@ -53,5 +55,5 @@ with tempfile.TemporaryDirectory() as d:
     check(r.returncode == 0, f"on a pty: exit {r.returncode}: {out}")
     check("(Ctrl-C stops it; the same command resumes)" in out, out)
     check("\r  0/32 evaluated, 0 simulated, 0 screened" in out, repr(out))
-    check("\r  32/32 evaluated, 32 simulated, 0 screened" in out, repr(out))
+    check("\r  32/32 evaluated, 6 simulated, 26 screened" in out, repr(out))
 print("search: Ctrl-C keeps what was stored and says how to resume; one line on a terminal")

@@ -315,6 +315,61 @@ static void test_plan(void **state)
 	assert_int_equal(batch_plan(r, 0, 32, BATCH_SCREEN, sz), 0);
 }
 
+/* A resumed sweep walks the batches it planned: small.cfg's plan under 4
+ * with its first two batches stored is the rest of the plan, the same
+ * refs; a ref stored out of its batch (no run leaves one, but a database
+ * may) shortens its batch alone, and a batch stored whole is dropped. */
+static void test_unstored(void **state)
+{
+	struct sweep sw;
+	struct batch_space sp;
+	struct prism_err err;
+	struct batch_ref *was;
+	int *plan, *sz;
+	char *stored;
+	size_t np, n, left, head;
+	(void)state;
+	load(&sw);
+	prism_err_clear(&err);
+	assert_int_equal(batch_space(&sw, pool, &sp, &err), 0);
+	was = prism_malloc(sp.norder * sizeof(*was));
+	plan = prism_malloc(sp.norder * sizeof(*plan));
+	sz = prism_malloc(sp.norder * sizeof(*sz));
+	stored = prism_calloc(sp.norder, 1);
+	assert_true(was && plan && sz && stored);
+	memcpy(was, sp.order, sp.norder * sizeof(*was));
+	np = batch_plan(sp.order, sp.norder, 4, BATCH_SCREEN, plan);
+	/* small.cfg's 8 and 16 GPUs: 1 + 1, 2 + 2, then 4 a batch. */
+	assert_true(np > 4 && plan[0] == 2 && plan[1] == 4 && plan[2] == 4);
+	head = (size_t)(plan[0] + plan[1]);
+	memset(stored, 1, head);
+	memcpy(sz, plan, np * sizeof(*sz));
+	n = sp.norder;
+	left = batch_unstored(sp.order, &n, sz, np, stored);
+	assert_int_equal(left, np - 2);
+	assert_int_equal(n, sp.norder - head);
+	assert_memory_equal(sz, plan + 2, left * sizeof(*sz));
+	assert_memory_equal(sp.order, was + head, n * sizeof(*was));
+	/* One of the third batch stored besides. */
+	memcpy(sp.order, was, sp.norder * sizeof(*was));
+	memcpy(sz, plan, np * sizeof(*sz));
+	stored[head + 1] = 1;
+	n = sp.norder;
+	left = batch_unstored(sp.order, &n, sz, np, stored);
+	assert_int_equal(left, np - 2);
+	assert_int_equal(n, sp.norder - head - 1);
+	assert_int_equal(sz[0], plan[2] - 1);
+	assert_memory_equal(sz + 1, plan + 3, (left - 1) * sizeof(*sz));
+	assert_memory_equal(&sp.order[0], &was[head], sizeof(*was));
+	assert_memory_equal(&sp.order[1], &was[head + 2], (n - 1) * sizeof(*was));
+	free(was);
+	free(plan);
+	free(sz);
+	free(stored);
+	batch_space_release(&sp);
+	sweep_release(&sw);
+}
+
 /* pool_for visits every index exactly once, whatever the grain and the
  * width, job after job on the same threads; the caller's thread works
  * too (a pool of one runs the job on it alone). */
@@ -697,12 +752,12 @@ static void test_partition_auto(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_space),	  cmocka_unit_test(test_made_once),
-	    cmocka_unit_test(test_screen),	  cmocka_unit_test(test_best),
-	    cmocka_unit_test(test_loop),	  cmocka_unit_test(test_plan),
-	    cmocka_unit_test(test_pool),	  cmocka_unit_test(test_writer),
-	    cmocka_unit_test(test_writer_groups), cmocka_unit_test(test_partition_auto),
-	    cmocka_unit_test(test_twins),
+	    cmocka_unit_test(test_space),	   cmocka_unit_test(test_made_once),
+	    cmocka_unit_test(test_screen),	   cmocka_unit_test(test_best),
+	    cmocka_unit_test(test_loop),	   cmocka_unit_test(test_plan),
+	    cmocka_unit_test(test_unstored),	   cmocka_unit_test(test_pool),
+	    cmocka_unit_test(test_writer),	   cmocka_unit_test(test_writer_groups),
+	    cmocka_unit_test(test_partition_auto), cmocka_unit_test(test_twins),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }
