@@ -32,7 +32,10 @@ set".
              and launches: an op's host time past a one-launch op's is
              a launch more for each launch call's time); and a step's GPU
              time by kind of kernel, the
-             trace's against synth's.
+             trace's against synth's;
+  step-kernels  kernel by kernel, each eager point's profiled step against
+             synth's: kernels, GPU busy time, the GPU's idle time within
+             the step, and for three points the same by kernel role.
 
 The what-if bases and synth describe the runs as gpt_bench.py records them
 (AS_RECORDED: optimizer_dtype bf16, clip_grad 0).
@@ -509,10 +512,121 @@ def launch_table(prism, data, pts):
         cells.append(f"{sum(rk.values()) / 1e3:.2f} / {sum(sk.values()) / 1e3:.2f}")
         print(f"| {tag} | " + " | ".join(cells) + " |")
 
+
+# A kernel's role in gpt_bench's step, by its name as the traces (PyTorch,
+# cuBLASLt, cuDNN) and synth (Megatron-LM's names) write it: first match.
+ROLES = (("memset", ("memset",)),
+         ("GEMM", ("nvjet", "gemm", "xmma")),
+         ("attention bwd", ("bprop", "flash_bwd", "dot_do_o", "convert_dq")),
+         ("attention fwd", ("fprop", "flash_fwd")),
+         ("norm bwd", ("layer_norm_grad", "gammabeta")),
+         ("norm fwd", ("layer_norm",)),
+         ("GeLU bwd", ("gelubackward",)),
+         ("GeLU fwd", ("gelu",)),
+         ("optimizer", ("multi_tensor",)),
+         ("loss", ("cross_entropy", "softmax", "nll_loss", "bfloat16_copy",
+                   "unrolled_elementwise_kernel<at::native::direct_copy")),
+         ("bias-gradient sums", ("sum_functor",)),
+         ("QKV split bwd (cat)", ("catarray",)),
+         ("fills (zeros)", ("fillfunctor", "<fill>")),
+         ("adds (residual, accumulation)", ("add", "accumulation")),
+         ("dropout", ("dropout",)),
+         ("embedding", ("indexselect", "gather", "embedding", "arange")))
+
+
+def role_of(name):
+    n = name.lower()
+    return next((r for r, keys in ROLES if any(k in n for k in keys)), "other")
+
+
+def step_tasks(trace, idx=1):
+    """The GPU tasks (kernels, memsets) launched inside the trace's
+    profiled step idx (by correlation id), in start order."""
+    ev = [e for e in trace["traceEvents"] if e.get("ph") == "X"]
+    steps = sorted((e for e in ev if e["name"].startswith("ProfilerStep")),
+                   key=lambda e: e["ts"])
+    lo, hi = steps[idx]["ts"], steps[idx]["ts"] + steps[idx]["dur"]
+    corr = {e["args"].get("correlation") for e in ev
+            if e.get("cat") in ("cuda_runtime", "cuda_driver") and lo <= e["ts"] < hi}
+    return sorted((e for e in ev if e.get("cat") in ("kernel", "gpu_memset", "gpu_memcpy")
+                   and e["args"].get("correlation") in corr), key=lambda e: e["ts"])
+
+
+def step_sums(tasks):
+    """Per role: [kernels, us]; and the step's GPU busy and span, us."""
+    by = {}
+    for t in tasks:
+        r = by.setdefault(role_of(t["name"]), [0, 0.0])
+        r[0] += 1
+        r[1] += t["dur"]
+    busy = sum(t["dur"] for t in tasks)
+    span = max(t["ts"] + t["dur"] for t in tasks) - tasks[0]["ts"]
+    return by, busy, span
+
+
+STEP_DETAIL = ("l8-h1024-s1024-b2-m4-eager", "l8-h4096-s1024-b2-m1-eager",
+               "l8-h4096-s1024-b2-m4-eager")
+
+
+def step_kernels_table(prism, data, pts):
+    """Kernel by kernel: each eager point's second profiled step against
+    prism synth's second step of the same point (as recorded): kernels,
+    GPU busy time, and the GPU's idle time between the step's first and
+    last task; then, for three points, the same by kernel role."""
+    import gzip
+    import tempfile
+    eager = sorted((t for t, p in pts.items() if not p["compiled"]), key=order)
+    detail = {}
+    print("A step's GPU side, trace / synth: kernels (memsets apart), busy ms (every "
+          "task's time), idle ms (the span from the first task's start to the last's end, "
+          "less busy); the CUDA-event step and synth's step, ms.\n")
+    print("| point | kernels + memsets | busy ms | idle ms | busy: synth - trace | "
+          "CUDA-event step | synth step | synth - events |")
+    print("|---|---|---|---|---|---|---|---|")
+    with tempfile.TemporaryDirectory() as tmp:
+        for tag in eager:
+            p, out = pts[tag], os.path.join(tmp, "s.json")
+            with gzip.open(files(data, tag)[0], "rt") as f:
+                rb, rbusy, rspan = step_sums(step_tasks(json.load(f)))
+            h = p["hidden"]
+            r = run_json(prism, ["synth", bench_cfg(tmp, p), "--hw", "h100-dgx", "--layers",
+                                 str(p["layers"]), "--hidden", str(h), "--ffn", str(4 * h),
+                                 "--mbs", str(p["mbs"]), "--microbatches",
+                                 str(p["microbatches"]), *SYNTH_AS_RECORDED, "-o", out])
+            with open(out) as f:
+                sb, sbusy, sspan = step_sums(step_tasks(json.load(f)))
+            if tag in STEP_DETAIL:
+                detail[tag] = (rb, sb, rbusy, sbusy)
+            mem = rb.get("memset", [0])[0]
+            rk = sum(v[0] for v in rb.values()) - mem
+            sk = sum(v[0] for v in sb.values()) - sb.get("memset", [0])[0]
+            ev, st = p["step_ms_median"], r["iteration_s"] * 1e3
+            print(f"| {tag} | {rk:,} + {mem} / {sk:,} | {rbusy / 1e3:.2f} / {sbusy / 1e3:.2f} | "
+                  f"{(rspan - rbusy) / 1e3:.2f} / {(sspan - sbusy) / 1e3:.2f} | "
+                  f"{(sbusy - rbusy) / 1e3:+.2f} ({pct(sbusy, rbusy):+.1f}%) | {ev:.2f} | "
+                  f"{st:.2f} | {pct(st, ev):+.1f}% |")
+    roles = [r for r, _ in ROLES] + ["other"]
+    for tag in STEP_DETAIL:
+        if tag not in detail:
+            continue
+        rb, sb, rbusy, sbusy = detail[tag]
+        print(f"\n**{tag}**, by kernel role: kernels and ms a step, trace / synth:\n")
+        print("| role | kernels | ms | synth - trace, ms |")
+        print("|---|---|---|---|")
+        for ro in sorted(roles, key=lambda x: -max(rb.get(x, [0, 0])[1], sb.get(x, [0, 0])[1])):
+            a, b = rb.get(ro, [0, 0.0]), sb.get(ro, [0, 0.0])
+            if a[0] or b[0]:
+                print(f"| {ro} | {a[0]:,} / {b[0]:,} | {a[1] / 1e3:.3f} / {b[1] / 1e3:.3f} | "
+                      f"{(b[1] - a[1]) / 1e3:+.3f} |")
+        print(f"| **all** | {sum(v[0] for v in rb.values()):,} / "
+              f"{sum(v[0] for v in sb.values()):,} | {rbusy / 1e3:.3f} / {sbusy / 1e3:.3f} | "
+              f"{(sbusy - rbusy) / 1e3:+.3f} |")
+
+
 SECTIONS = {"replay": replay_table, "whatif": whatif_table, "hidden-edit": hidden_edit_table,
             "grain": grain_table, "base-step": base_step_table,
             "compiled": compiled_table, "exec": exec_table, "kernels": kernel_table,
-            "launches": launch_table}
+            "launches": launch_table, "step-kernels": step_kernels_table}
 
 
 def main():

@@ -28,6 +28,11 @@ int cost_mem_kind(int cls)
 	}
 }
 
+int cost_mem_impl(int cls)
+{
+	return cls == KC_OPTIMIZER ? HW_MEM_IMPL_MULTI_TENSOR : HW_MEM_IMPL_ANY;
+}
+
 const char *cost_class_name(int cls)
 {
 	static const char *const n[KC_NCLASSES] = {

@@ -1676,7 +1676,9 @@ static size_t mem_fit_line(struct hw_profile *const *hws, const struct kbench_ro
 static void mem_fit_impl(struct hw_profile *const *hws, const struct kbench_row *rows,
 			 const size_t *idx, size_t n, int dtype)
 {
-	for (int j = HW_MEM_IMPL_ANY + 1; j < HW_MEM_NIMPLS; j++) {
+	/* (multi_tensor's is measured on traces' optimizer kernels, no
+	 * kernel row: the profile's kept) */
+	for (int j = HW_MEM_IMPL_ANY + 1; j < HW_MEM_IMPL_MULTI_TENSOR; j++) {
 		double sxy = 0, sxx = 0, e = 0;
 		size_t m = 0;
 		for (size_t i = 0; i < n; i++) {

@@ -68,10 +68,12 @@ enum hw_mem_impl {
 	HW_MEM_IMPL_TRITON,
 	HW_MEM_IMPL_ATEN,
 	HW_MEM_IMPL_COMPILED,
+	HW_MEM_IMPL_MULTI_TENSOR,
 	HW_MEM_NIMPLS
 };
 
-/* "triton", "aten", "compiled" ("any" for HW_MEM_IMPL_ANY, "?" beyond). */
+/* "triton", "aten", "compiled", "multi_tensor" ("any" for HW_MEM_IMPL_ANY,
+ * "?" beyond). */
 const char *hw_mem_impl_name(int impl);
 
 struct hw_gemm {

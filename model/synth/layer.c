@@ -92,9 +92,11 @@ void sl_kernel(struct ctx *c, int r, int cls, const char *name, double bytes)
 void sl_kernel_on(struct ctx *c, int r, int st, int cls, const char *name, double bytes)
 {
 	/* (a dry run for the host's time alone times no kernel) */
-	double t = c->dry_host
-		       ? 0
-		       : ktime(c, cls, -1, 0, bytes, kperf_mem_s(c->hw, membound_kind(cls), bytes));
+	double t =
+	    c->dry_host
+		? 0
+		: ktime(c, cls, -1, 0, bytes,
+			kperf_mem_impl_s(c->hw, membound_kind(cls), cost_mem_impl(cls), bytes));
 	double key[OPKEY] = {1, bytes};
 
 	if (c->dry && st == S_COMPUTE)

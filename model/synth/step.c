@@ -1431,8 +1431,9 @@ static void stage_step(struct ctx *c, int s, const struct shape *z)
  * optimizer.py): fp16's unscale and inf/NaN check (prepare_grads), the
  * gradients' norm for clipping (clip_grad_norm: get_grad_norm_fp32), then
  * the clip scaling and the update.  Each pass runs over all the stage's
- * parameters; between them the statistics are all-reduced (grad_stats). */
-enum { OPT_UNSCALE, OPT_NORM, OPT_UPDATE };
+ * parameters; between them the statistics are all-reduced (grad_stats); OPT_ZERO: the
+ * gradient buffer zeroed for the next step (grad_buffer_zero). */
+enum { OPT_UNSCALE, OPT_NORM, OPT_UPDATE, OPT_ZERO };
 
 /* Pass `pass`'s kernels for np_ local parameters (of one layer, or of the
  * embedding or head), their bytes from the optimizer's precision
@@ -1441,6 +1442,15 @@ static void adam(struct ctx *c, int r, double np_, int pass)
 {
 	const struct synth_in *in = c->in;
 	struct mem_opt_traffic t;
+	/* Megatron-LM's gradient buffer zeroed (grad_buffer_zero): the main
+	 * gradients' bytes written. */
+	if (pass == OPT_ZERO) {
+		double w, gb, o;
+		mem_param_bytes(&in->lay, &w, &gb, &o);
+		sl_kernel(c, r, KC_ELEMENTWISE, "vectorized_elementwise_kernel<fill> (grad buffer)",
+			  np_ * gb);
+		return;
+	}
 	mem_opt_traffic(&in->lay, &t);
 	/* FP16: unscale the gradients and check them for inf/NaN (dynamic
 	 * loss scaling; fp32 main gradients read and written). */
@@ -1621,6 +1631,41 @@ static void opt_pass(struct ctx *c, int r, const struct shape *z, double share, 
 		adam(c, r, head_params(c, r) * share, pass);
 }
 
+/*
+ * Megatron-LM's gradient buffer zeroed for the next step: train_step
+ * (megatron/training/training.py) calls each model chunk's
+ * zero_grad_buffer() before its forward-backward, and
+ * DistributedDataParallel.zero_grad_buffer (megatron/core/distributed/
+ * distributed_data_parallel.py) resets each buffer, _ParamAndGradBuffer.
+ * reset (param_and_grad_buffer.py): `self.grad_data.zero_()` over the
+ * whole contiguous buffer -- every local parameter's main gradient, also
+ * under the distributed optimizer, which shards the optimizer state and
+ * not the buffer -- writing the main gradients' bytes (mem_param_bytes: 4
+ * for fp32), at the end of the step (the same place in a loop of steps).
+ * One fill a layer (and the embedding's and head's), as the optimizer's
+ * passes (opt_pass: so that layer edits of a written trace repeat it),
+ * where Megatron launches one a buffer.  Not under optimizer_dtype bf16
+ * (PyTorch's autograd and optimizer: zero_grad(set_to_none=True), its
+ * default since PyTorch 2.0, frees the gradients; nothing is filled), nor
+ * under DeepSpeed, PyTorch FSDP or ZeRO-3 (their own gradient storage,
+ * not modelled here).  ZeRO-2 under dp_impl megatron takes ZeRO-1's whole
+ * buffer, as prism's ZeRO-2 is ZeRO-1's step where it reduces once
+ * (synth_canonical).  After the updated weights' all-gathers where the
+ * step ran them (gathered: the distributed optimizer's start_param_sync
+ * without overlap_param_gather, synchronous, all_gather async_op False),
+ * as the next train_step runs it.
+ */
+static void grad_buffer_zero(struct ctx *c, int r, const struct shape *z, int gathered)
+{
+	const struct layout *l = &c->lay;
+	if (l->optimizer_dtype == LAYOUT_OPT_BF16 || l->zero > 2 ||
+	    (l->zero >= 1 && l->dp_impl != LAYOUT_DP_MEGATRON))
+		return;
+	if (gathered)
+		se_event_wait(c, r, S_DP, S_COMPUTE);
+	opt_pass(c, r, z, 1, 1, OPT_ZERO);
+}
+
 /* ZeRO-1/2 after the optimizer: each layer's updated weights (a
  * mixture-of-experts layer's non-expert part), then the embedding's and
  * the head's, all-gathered over the sharding group. */
@@ -1731,11 +1776,15 @@ void ss_optimizer(struct ctx *c, int r, const struct shape *z)
 	/* ZeRO-1/2: the updated weights all-gathered, here or (overlap_param)
 	 * before the next step's first forward; ZeRO-3 and FSDP's
 	 * SHARD_GRAD_OP keep them sharded. */
-	if (zero && in->lay.zero <= 2 && !in->lay.overlap_param &&
-	    !(in->lay.zero == 2 && fsdp_like(&in->lay)))
+	int gathered = zero && in->lay.zero <= 2 && !in->lay.overlap_param &&
+		       !(in->lay.zero == 2 && fsdp_like(&in->lay));
+	if (gathered)
 		gather_updated(c, r, z);
-	if (z->moe && z->edp > 1 && in->lay.zero >= 1 && in->lay.zero <= 2)
+	if (z->moe && z->edp > 1 && in->lay.zero >= 1 && in->lay.zero <= 2) {
 		gather_experts(c, r, z);
+		gathered = 1;
+	}
+	grad_buffer_zero(c, r, z, gathered);
 }
 
 void ss_steps(struct ctx *c, const struct shape *z)
