@@ -43,6 +43,10 @@ static inline int vec_reserve_(void **v, size_t *cap, size_t need, size_t elem)
 
 #define VEC_RESERVE(vec, need) vec_reserve_((void **)&(vec).v, &(vec).cap, (need), sizeof(*(vec).v))
 
+/* The address of element i, or NULL while the array is unallocated (an
+ * offset from a null pointer is undefined even when it is 0). */
+#define VEC_AT(vec, i) ((vec).v ? (vec).v + (i) : NULL)
+
 /* Append x; evaluates to 0 or PRISM_ENOMEM. */
 #define VEC_PUSH(vec, x)                                                                           \
 	(VEC_RESERVE((vec), (vec).n + 1) ? PRISM_ENOMEM : ((vec).v[(vec).n++] = (x), 0))

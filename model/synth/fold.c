@@ -88,7 +88,7 @@ static void fold_replay(struct ctx *c, const struct ufold *t, const struct fbind
 			int32_t mb, int32_t mbb)
 {
 	/* (no maps made yet: none to read, and no offset from NULL) */
-	const struct fbmap *map = c->fo.fbmap.v ? c->fo.fbmap.v + b->map0 : NULL;
+	const struct fbmap *map = VEC_AT(c->fo.fbmap, b->map0);
 	struct gw *w = &c->em.w;
 	uint32_t k0 = w->n_nodes;
 
@@ -570,13 +570,13 @@ static int fold_events(struct ctx *c, const struct built *u, struct ufold *t)
 static int fold_map(struct ctx *c, struct ufold *t)
 {
 	const struct fold_state *f = &c->fo;
-	struct umap_view v = {f->fnodes.v + t->node0,
+	struct umap_view v = {VEC_AT(f->fnodes, t->node0),
 			      t->n_nodes,
-			      f->fedges.v + t->edge0,
+			      VEC_AT(f->fedges, t->edge0),
 			      t->n_edges,
-			      f->fexts.v + t->ext0,
+			      VEC_AT(f->fexts, t->ext0),
 			      t->n_ext,
-			      f->fmarks.v + t->mark0,
+			      VEC_AT(f->fmarks, t->mark0),
 			      t->n_marks,
 			      f->fkerns.v,
 			      &c->rk[t->rank],

@@ -37,7 +37,7 @@ static int rendezvous(const struct umap_view *v, uint32_t i)
 static uint32_t map_port(struct umap_store *st, uint32_t port0, uint32_t n, uint8_t kind,
 			 int32_t proc, uint32_t task)
 {
-	struct synth_port *p = st->ports.v + port0, x = {kind, proc, task};
+	struct synth_port *p = VEC_AT(st->ports, port0), x = {kind, proc, task};
 	for (uint32_t i = 0; i < n; i++)
 		if (p[i].kind == kind && p[i].proc == proc && p[i].task == task)
 			return i;
@@ -228,16 +228,16 @@ int um_make(struct ctx *c, const struct umap_view *v, struct umap_store *st, str
 	for (size_t i = n; i > 0; i--)
 		off[i] = off[i - 1];
 	off[0] = 0;
-	m = st->m.v + at->m0;
+	m = VEC_AT(st->m, at->m0);
 	map_reach(v, reach);
-	map_paths(v, st->ports.v + at->port0, at->n_in, S, E, reach, off, by, m);
+	map_paths(v, VEC_AT(st->ports, at->port0), at->n_in, S, E, reach, off, by, m);
 	for (uint32_t o = 0; o < at->n_out; o++) {
 		const struct synth_port *p = &st->ports.v[at->port0 + at->n_in + o];
 		const int64_t *row = p->kind == SYNTH_PORT_END || p->kind == SYNTH_PORT_LAST
 					 ? E + (size_t)p->task * at->n_in
 				     : p->kind == SYNTH_PORT_START ? S + (size_t)p->task * at->n_in
 								   : NULL;
-		if (row)
+		if (row && at->n_in) /* (none: m may be unallocated) */
 			memcpy(m + (size_t)o * at->n_in, row, at->n_in * sizeof(*row));
 	}
 	st->m.n += (size_t)at->n_in * at->n_out;
@@ -250,9 +250,9 @@ void um_get(const struct umap_store *st, const struct umap_at *at, uint32_t n,
 	map->n_tasks = n;
 	map->n_in = at->n_in;
 	map->n_out = at->n_out;
-	map->in = st->ports.v + at->port0;
-	map->out = map->in + at->n_in;
-	map->m = st->m.v + at->m0;
+	map->in = VEC_AT(st->ports, at->port0);
+	map->out = VEC_AT(st->ports, at->port0 + at->n_in);
+	map->m = VEC_AT(st->m, at->m0);
 }
 
 /* The tail's tasks and edges as a view: 1; 0 where an edge comes from
