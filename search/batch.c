@@ -139,28 +139,29 @@ static int stage_of(size_t rank)
  * PRISM_ENOMEM. */
 static int interleave(struct batch_ref *o, size_t n)
 {
-	struct batch_ref *t;
-	size_t *start = NULL, cap = 0, ng = 0, k = 0;
+	struct batch_ref *t = NULL;
+	VEC(size_t) start = {0}; /* each count's first, then n */
+	size_t k = 0;
+	int rc = PRISM_ENOMEM;
 
 	if (n == 0)
 		return 0;
 	for (size_t i = 0; i <= n; i++)
-		if (i == n || i == 0 || o[i].gpus != o[i - 1].gpus) {
-			if (vec_reserve_((void **)&start, &cap, ng + 1, sizeof(*start)))
-				return free(start), PRISM_ENOMEM;
-			start[ng++] = i;
-		}
+		if ((i == n || i == 0 || o[i].gpus != o[i - 1].gpus) && VEC_PUSH(start, i))
+			goto out;
 	if (!(t = prism_malloc(n * sizeof(*t))))
-		return free(start), PRISM_ENOMEM;
+		goto out;
 	/* Stage s: ranks 2^s - 1 to 2^(s+1) - 2 of each count. */
 	for (size_t lo = 0; k < n; lo = 2 * lo + 1)
-		for (size_t g = 0; g + 1 < ng; g++)
-			for (size_t r = lo; r < 2 * lo + 1 && start[g] + r < start[g + 1]; r++)
-				t[k++] = o[start[g] + r];
+		for (size_t g = 0; g + 1 < start.n; g++)
+			for (size_t r = lo; r < 2 * lo + 1 && start.v[g] + r < start.v[g + 1]; r++)
+				t[k++] = o[start.v[g] + r];
 	memcpy(o, t, n * sizeof(*t));
+	rc = 0;
+out:
 	free(t);
-	free(start);
-	return 0;
+	VEC_FREE(start);
+	return rc;
 }
 
 /* A GPU count's place in batch_plan's walk. */

@@ -1295,17 +1295,23 @@ static void key_put(char *buf, size_t n, size_t *o, const char *s)
 
 void layout_key(const struct llm *m, const struct layout *l, char *buf, size_t n)
 {
+	/* Each group's group_changed once a key (-1: not asked yet), not
+	 * once for each of its knobs: a walk of every knob each. */
+	signed char changed[LK_N];
 	size_t o = 0;
+	memset(changed, -1, sizeof(changed));
 	buf[0] = '\0';
 	for (int k = 0; k < LK_N && o < n; k++) {
 		const struct layout_knob *K = &layout_knobs[k];
+		int g = K->key_group;
 		char v[96];
-		if ((!(K->flags & LK_SWEEP) && K->key_group == LK_KEY_ALONE) ||
-		    K->key_group == LK_KEY_SWEPT)
+		if ((!(K->flags & LK_SWEEP) && g == LK_KEY_ALONE) || g == LK_KEY_SWEPT)
 			continue; /* not a sweep's, or keyed by the sweep: never here */
-		if (K->key_group == LK_KEY_ALONE    ? layout_get(m, l, k, 1) == K->def
-		    : K->key_group != LK_KEY_ALWAYS ? !group_changed(m, l, K->key_group)
-						    : 0)
+		if (g > LK_KEY_ALWAYS && g < LK_N && changed[g] < 0)
+			changed[g] = (signed char)group_changed(m, l, g);
+		if (g == LK_KEY_ALONE	 ? layout_get(m, l, k, 1) == K->def
+		    : g != LK_KEY_ALWAYS ? !(g < LK_N ? changed[g] : group_changed(m, l, g))
+					 : 0)
 			continue;
 		layout_format(m, l, k, 0, v, sizeof(v));
 		if (o)

@@ -165,10 +165,13 @@ void se_record_op(struct ctx *c, const double key[OPKEY], se_op_fmt fmt)
 	}
 }
 
-/* A dry run's host time s added (and kept where c->dry_log is set). */
+/* A dry run's host time s added (to dry_steady_s too but while dry_last;
+ * kept where c->dry_log is set). */
 static void dry_host_add(struct ctx *c, double s)
 {
 	c->dry_host_s += s;
+	if (!c->dry_last)
+		c->dry_steady_s += s;
 	if (c->dry_log) {
 		if (c->dry_log_n < c->dry_log_cap)
 			c->dry_log[c->dry_log_n] = s;

@@ -280,7 +280,7 @@ static void dp_pg(const struct ctx *c, int r, char *pg, size_t n)
  * group, or under ZeRO >= 1 reduce-scattered over the sharding group and,
  * with hybrid sharding, the shard all-reduced over the replicas (FSDP
  * HYBRID_SHARD).  In the main gradients' precision (grad_bytes). */
-static void grad_reduce(struct ctx *c, int r, const struct shape *z, double params)
+static void grad_reduce_on(struct ctx *c, int r, const struct shape *z, double params)
 {
 	const struct synth_in *in = c->in;
 	double gb = grad_bytes(c);
@@ -316,6 +316,24 @@ static void grad_reduce(struct ctx *c, int r, const struct shape *z, double para
 	if (t.rs_out > 0 && (!c->dry || c->dry_host))
 		sl_kernel_on(c, r, S_DP, KC_ELEMENTWISE, "zero::reduce_scatter_copy_out",
 			     params / G * t.rs_out);
+}
+
+/* Under ZeRO-0/1 the gradients are reduced in a chunk's last backward alone
+ * (unit_bwd's reduce: dp_bucket), and ss_dp_host's backward, run as the
+ * last, marks their host time (dry_last) to leave it out of a steady
+ * backward's; under ZeRO-2/3 every backward reduces. */
+static int last_only(struct ctx *c)
+{
+	int was = c->dry_last;
+	c->dry_last = was || (c->dry_dp && c->lay.zero < 2);
+	return was;
+}
+
+static void grad_reduce(struct ctx *c, int r, const struct shape *z, double params)
+{
+	int was = last_only(c);
+	grad_reduce_on(c, r, z, params);
+	c->dry_last = was;
 }
 
 /* A bucket's size in parameters: bucket_mb of main gradients, or
@@ -368,7 +386,7 @@ static void grad_ready(struct ctx *c, int r, const struct shape *z, double param
  * expert data-parallel group (ranks ep x etp apart: Megatron-LM's
  * expert_data_parallel group, its own gradient buffer): all-reduced, or
  * reduce-scattered under ZeRO-1/2 (the expert distributed optimizer). */
-static void expert_reduce(struct ctx *c, int r, const struct shape *z, double params)
+static void expert_reduce_on(struct ctx *c, int r, const struct shape *z, double params)
 {
 	char pg[32];
 	if (z->edp <= 1 || params <= 0)
@@ -383,6 +401,13 @@ static void expert_reduce(struct ctx *c, int r, const struct shape *z, double pa
 		se_collective(c, r, S_DP, GC_ALL_REDUCE, reduce_kernel(c, GC_ALL_REDUCE),
 			      params * grad_bytes(c), (struct comm_group){z->edp, z->edp_per_node},
 			      pg);
+}
+
+static void expert_reduce(struct ctx *c, int r, const struct shape *z, double params)
+{
+	int was = last_only(c);
+	expert_reduce_on(c, r, z, params);
+	c->dry_last = was;
 }
 
 /* Layer `layer`'s gradients are complete on stage r: a dense layer's into
@@ -413,6 +438,15 @@ static void grad_flush(struct ctx *c, int r, const struct shape *z)
 	if (c->rk[r].ebucket > 0)
 		expert_reduce(c, r, z, c->rk[r].ebucket);
 	c->rk[r].ebucket = 0;
+}
+
+/* Where rank r's step's tail begins, after its last backward (ss_steps; a
+ * dry run's last backward, ss_dp_host): the gradients left in the buckets
+ * reduced -- without overlap_grad all of ZeRO-0/1's, which wait for the
+ * stage's last backward. */
+static void tail_grads(struct ctx *c, int r, const struct shape *z)
+{
+	grad_flush(c, r, z);
 }
 
 /* Parameters of layer `layer` on one GPU that the data-parallel sharding
@@ -1069,18 +1103,21 @@ void ss_dp_host(struct ctx *c, int s, const struct shape *z, double *fwd_s, doub
 		unit_fwd(c, s, ch, z, gather_depth(c, z, 1, 1), NULL);
 	}
 	*fwd_s = c->dry_host_s;
-	c->dry_host_s = 0;
-	for (int ch = z->v - 1; ch >= 0; ch--) {
-		set_ann(c, s, -1, PH_BACKWARD, 1);
-		unit_bwd(c, s, ch, z, gather_depth(c, z, 0, 1), NULL, 0, SL_PASS_ALL);
-	}
-	*bwd_s = c->dry_host_s;
-	c->dry_host_s = 0;
+	/* The last backward (each chunk's dp_bucket) and the tail's first
+	 * reductions.  A steady backward issues the same but ZeRO-0/1's
+	 * reductions (marked: last_only) from the same empty buckets (a
+	 * backward under ZeRO-2/3 ends with them empty: unit_bwd's
+	 * grad_flush), so its time is dry_steady_s: each sum from 0, the
+	 * same bits as two backwards run apart. */
+	c->dry_host_s = c->dry_steady_s = 0;
 	for (int ch = z->v - 1; ch >= 0; ch--) {
 		set_ann(c, s, -1, PH_BACKWARD, 1);
 		unit_bwd(c, s, ch, z, gather_depth(c, z, 0, 1), NULL, 1, SL_PASS_ALL);
 	}
-	grad_flush(c, s, z); /* (stage_step's, after the last backward) */
+	c->dry_last = 1;
+	tail_grads(c, s, z);
+	c->dry_last = 0;
+	*bwd_s = c->dry_steady_s;
 	*last_s = c->dry_host_s - *bwd_s;
 	c->dry_host_s = was;
 	c->rk[s].layer = -1;
@@ -1802,7 +1839,7 @@ void ss_steps(struct ctx *c, const struct shape *z)
 			k0 = c->em.w.n_nodes;
 			e0 = c->em.w.edges.n;
 			memcpy(last0, c->rk[r].last, sizeof(last0));
-			grad_flush(c, r, z);
+			tail_grads(c, r, z);
 			if (!in->bare)
 				ss_optimizer(c, r, z);
 			set_ann(c, r, -1, PH_NONE, -1);

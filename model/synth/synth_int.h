@@ -511,6 +511,11 @@ struct ctx {
 				      * gathers and gradient reductions; its
 				      * layers, embedding, head and transfers
 				      * skipped: ss_dp_host) */
+	int dry_last;		 /* dry: issuing what only a stage's last backward
+				  * issues (ss_dp_host): its host time goes to
+				  * dry_host_s, not to dry_steady_s */
+	double dry_steady_s;	 /* dry: dry_host_s's additions but dry_last's,
+				  * in the same order */
 	unsigned dry_tasks;	 /* dry: tasks launched so far (a part's chain,
 				      * step.c side_step, sees whether it added one) */
 	struct se_sizes reserve; /* se_init reserves these (0: its default) */
@@ -897,7 +902,9 @@ void ss_transfers(struct ctx *c, int s, const struct shape *z, double *fwd_s, do
  * backward units (*bwd_s: ZeRO-3's gathers, and under ZeRO-2/3 every
  * microbatch's gradient reductions), and what the stage's last backward
  * adds (*last_s: ZeRO-0/1's bucket reductions, in each chunk's last
- * backward with overlap_grad, after the stage's last backward without). */
+ * backward with overlap_grad, after the stage's last backward without).
+ * One backward run, as the last: the steady one's time is its additions
+ * but those the last alone makes (dry_last), summed in the same order. */
 void ss_dp_host(struct ctx *c, int s, const struct shape *z, double *fwd_s, double *bwd_s,
 		double *last_s);
 
