@@ -551,6 +551,18 @@ static void test_round_trip(void **state)
 		l.zero = 0;
 		l.optimizer_dtype = LAYOUT_OPT_BF16;
 		assert_false(frame_expresses(fw, LK_optimizer_dtype, &dense, &l));
+		/* fp8 primary weights: Megatron-LM's --fp8-param-gather, Bridge's
+		 * ddp.fp8_param_gather; torchtitan's float8 all-gather is
+		 * torchao's, not this knob */
+		layout_default(&l);
+		l.dp = 8;
+		l.zero = 1;
+		l.dtype = HW_FP8;
+		l.fp8_param_gather = 1;
+		assert_int_equal(frame_expresses(fw, LK_fp8_param_gather, &dense, &l),
+				 fw != FRAME_TORCHTITAN);
+		if (fw != FRAME_TORCHTITAN)
+			round_trip(fw, &dense, &l);
 		/* full recompute, ZeRO-3, fp16 or fp32, no flash, embed-loss,
 		 * no pipeline overlap; a head_dim of its own */
 		layout_default(&l);

@@ -5173,6 +5173,145 @@ static void test_optimizer_dtype(void **state)
 	}
 }
 
+/* Rank 0's collectives of kind on `bytes` bytes labelled dtype, over the
+ * whole run. */
+static int colls_of(const struct graph *g, int kind, int64_t bytes, const char *dtype)
+{
+	int n = 0;
+	for (uint32_t i = 0; i < g->n_colls; i++) {
+		const struct graph_coll *x = &g->colls[i];
+		n += x->kind == kind && x->bytes == bytes && g->procs[g->proc[x->node]].rank == 0 &&
+		     strcmp(strtab_get(&g->st, x->dtype), dtype) == 0;
+	}
+	return n;
+}
+
+/*
+ * FP8 primary weights (layout.h fp8_param_gather: Megatron-LM's
+ * --fp8-param-gather; docs/MODEL.md "FP8 primary weights"), the small GPT
+ * by hand on the H100 profile (fp8 GEMMs TN-only), fp8 delayed scaling,
+ * dp 2, ZeRO-1 (Megatron-LM's distributed optimizer), one stage of 8
+ * layers.  A layer's P_l = 12 h^2 + 13 h = 12,596,224 parameters, the 8
+ * layers' 100,769,792; the embedding 32,000 x 1024 + 1024 x 1024 (learned
+ * positions) = 33,816,576, the final norm 2 x 1024 = 2,048 (the head tied
+ * on the same stage): P = 134,588,416.
+ *  - One layer's updated weights all-gathered: without, bf16, 2 P_l =
+ *    25,192,448 bytes ("BFloat16"); with, the uint8 buffer's fp8 data, P_l
+ *    = 12,596,224 bytes ("Byte": 12,596,224 elements).  The embedding's
+ *    and norm's stay bf16 in their own buffer: 2 x 33,818,624 =
+ *    67,637,248 bytes either way.
+ *  - Stage memory, weights: without, the bf16 weights 2 P = 269,176,832
+ *    and TE's fp8 copy and transpose of each layer weight 2 x 100,769,792
+ *    = 201,539,584: 470,716,416 bytes; with, no bf16 copy of a layer
+ *    weight: 2 (P - 100,769,792) = 67,637,248 bf16 and the fp8 parameter
+ *    with its transpose (1 + 1) x 100,769,792 = 201,539,584:
+ *    269,176,832 bytes, 201,539,584 fewer.  Gradients (4 P) and the
+ *    sharded optimizer state (12 P / 2) unchanged.
+ *  - The optimizer: per layer FusedAdam over the 6,298,112-parameter
+ *    shard without the bf16 write (28 bytes a parameter, not 30), then the
+ *    master shard's cast to fp8 (te_cast_master_to_fp8, 4 + 1 = 5 bytes a
+ *    parameter; delayed scaling has no amax pass); the amaxes of the 32
+ *    linear weights all-reduced (max) over the 2 ranks: 128 bytes of
+ *    "float".  Current scaling adds the amax pass (4 bytes a parameter).
+ *  - The lower bound stays under the simulated step (delayed, current,
+ *    blockwise).
+ *  - The forward's weight quantisation on the first microbatch: the
+ *    transpose of the fp8 weight (post_all_gather_processing:
+ *    te_transpose_fp8_weight, 1 + 1 bytes a value) in place of the
+ *    cast-transpose of the bf16 one, 4 linears a layer.
+ */
+static void test_fp8_param_gather(void **state)
+{
+	struct synth_in in;
+	struct synth_out so;
+	struct settle_out st;
+	struct mem_stage ms;
+	struct mem_opt_traffic t;
+	struct prism_err err;
+	struct graph *g;
+	int steps, n;
+	(void)state;
+	small(&in);
+	in.lay.dtype = HW_FP8;
+	in.lay.fp8_recipe = LAYOUT_FP8_DELAYED;
+	in.lay.dp = 2;
+	in.lay.zero = 1;
+	steps = in.steps > 0 ? in.steps : 1;
+	assert_false(hw.fp8_any_layout);
+	assert_true(mem_param_gather_bytes(&in.lay) == 2);
+	mem_stage(&in.m, &in.lay, in.hw, 0, &ms);
+	assert_true(ms.params == 134588416.0);
+	assert_true(ms.weights == 470716416.0);
+	assert_true(ms.grads == 4 * 134588416.0);
+	assert_true(ms.optimizer == 6 * 134588416.0);
+	g = build(&in, &so, &st);
+	assert_int_equal(colls_of(g, GC_ALL_GATHER, 25192448, "BFloat16"), 8 * steps);
+	assert_int_equal(colls_of(g, GC_ALL_GATHER, 67637248, "BFloat16"), steps);
+	assert_int_equal(count_kernels(g, "te_cast_transpose_fp8_weight"), 32 * steps);
+	assert_int_equal(count_kernels(g, "te_cast_master_to_fp8"), 0);
+	synth_out_release(&so);
+	graph_free(g);
+
+	in.lay.fp8_param_gather = 1;
+	assert_int_equal(layout_check(&in.m, &in.lay, &hw, &err), 0);
+	assert_true(mem_param_gather_bytes(&in.lay) == 1);
+	mem_stage(&in.m, &in.lay, in.hw, 0, &ms);
+	assert_true(ms.weights == 269176832.0);
+	assert_true(ms.grads == 4 * 134588416.0);
+	assert_true(ms.optimizer == 6 * 134588416.0);
+	mem_opt_traffic(&in.lay, &t);
+	assert_true(t.adam == 30 && t.adam_fp8w == 28 && t.quant == 5 && t.quant_amax == 0);
+	g = build(&in, &so, &st);
+	assert_int_equal(colls_of(g, GC_ALL_GATHER, 25192448, "BFloat16"), 0);
+	assert_int_equal(colls_of(g, GC_ALL_GATHER, 12596224, "Byte"), 8 * steps);
+	assert_int_equal(colls_of(g, GC_ALL_GATHER, 67637248, "BFloat16"), steps);
+	assert_int_equal(colls_of(g, GC_ALL_REDUCE, 128, "float"), steps);
+	assert_int_equal(count_kernels(g, "te_cast_transpose_fp8_weight"), 0);
+	assert_int_equal(count_kernels(g, "te_transpose_fp8_weight"), 32 * steps);
+	/* (kind_count: the step's first iteration) */
+	assert_int_equal(kind_count(g, "te_cast_master_to_fp8", 5 * 6298112.0, &n), 8);
+	assert_int_equal(n, 8);
+	assert_int_equal(count_kernels(g, "te_compute_amax_master"), 0);
+	synth_out_release(&so);
+	graph_free(g);
+	in.lay.fp8_recipe = LAYOUT_FP8_CURRENT;
+	mem_opt_traffic(&in.lay, &t);
+	assert_true(t.quant_amax == 4 && t.quant == 5);
+	/* The bound stays under the simulated step for each recipe. */
+	for (int rc = LAYOUT_FP8_DELAYED; rc <= LAYOUT_FP8_BLOCKWISE; rc++) {
+		struct predict_out p;
+		in.lay.fp8_recipe = rc;
+		prism_err_clear(&err);
+		assert_int_equal(predict_synth(&in, &p, NULL, NULL, &err), 0);
+		assert_true(synth_lower_bound(&in) <= p.iter_s);
+	}
+
+	/* Refused where Megatron-LM does not run it, or prism does not model
+	 * it. */
+	in.lay.fp8_recipe = LAYOUT_FP8_DELAYED;
+	in.lay.zero = 0;
+	prism_err_clear(&err);
+	assert_int_equal(layout_check(&in.m, &in.lay, &hw, &err), PRISM_EARG);
+	assert_string_equal(err.msg, "layout: fp8_param_gather needs a sharded optimizer (zero 1 "
+				     "or 2): Megatron-LM's --fp8-param-gather only runs with its "
+				     "distributed optimizer or FSDP");
+	in.lay.zero = 1;
+	in.lay.dtype = HW_BF16;
+	prism_err_clear(&err);
+	assert_int_equal(layout_check(&in.m, &in.lay, &hw, &err), PRISM_EARG);
+	assert_non_null(strstr(err.msg, "fp8_param_gather needs dtype fp8"));
+	in.lay.dtype = HW_FP8;
+	in.lay.zero = 3;
+	prism_err_clear(&err);
+	assert_int_equal(layout_check(&in.m, &in.lay, &hw, &err), PRISM_EARG);
+	assert_non_null(strstr(err.msg, "not zero 3 with dp_impl megatron"));
+	in.lay.zero = 1;
+	in.lay.optimizer_dtype = LAYOUT_OPT_BF16_STATES;
+	prism_err_clear(&err);
+	assert_int_equal(layout_check(&in.m, &in.lay, &hw, &err), PRISM_EARG);
+	assert_non_null(strstr(err.msg, "optimizer_dtype fp32"));
+}
+
 /*
  * LoRA (layout.h lora_rank; Megatron-Bridge's LoRALinear and
  * ParallelLinearAdapter), the small GPT model by hand: h 1024, 16 heads
@@ -6978,6 +7117,7 @@ int main(void)
 	    cmocka_unit_test(test_hybrid_moe),
 	    cmocka_unit_test(test_lora),
 	    cmocka_unit_test(test_optimizer_dtype),
+	    cmocka_unit_test(test_fp8_param_gather),
 	    cmocka_unit_test(test_mla_layer),
 	    cmocka_unit_test(test_mla_load),
 	    cmocka_unit_test(test_cp_ring),

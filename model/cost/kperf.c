@@ -516,6 +516,17 @@ int kperf_lowp_casts(int dtype, int recipe, int exec, int of, int any_layout, do
 	}
 	if (dtype != HW_FP8)
 		return 0;
+	if (of == KPERF_CAST_PARAM) {
+		if (recipe == LAYOUT_FP8_BLOCKWISE)
+			out[k++] =
+			    (struct kperf_cast){"te_create_columnwise_fp8_blockwise", 1,
+						HW_MEM_ELEMENTWISE, (2 + 8.0 / (128 * 128)) * n};
+		else if (!any_layout &&
+			 (recipe == LAYOUT_FP8_DELAYED || recipe == LAYOUT_FP8_CURRENT))
+			out[k++] =
+			    (struct kperf_cast){"te_transpose_fp8", 1, HW_MEM_ELEMENTWISE, 2 * n};
+		return k;
+	}
 	switch (recipe) {
 	case LAYOUT_FP8_CURRENT:
 		/* A norm's output: its amax from the norm kernel. */

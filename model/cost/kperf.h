@@ -244,9 +244,19 @@ double kperf_elem_bytes(int dtype);
  * Into out: each kernel's name stem, whether the tensor's name follows
  * it ("te_compute_amax_input"), its kind (enum hw_mem_kind) and bytes;
  * returns how many (0: dtype is neither fp8 nor fp4).
+ * KPERF_CAST_PARAM: a weight that is already fp8 (fp8 primary weights,
+ * layout.h fp8_param_gather), of which Transformer Engine's
+ * post_all_gather_processing (transformer_engine/pytorch/tensor/utils.py,
+ * called by Megatron-LM's _post_param_sync after the parameter
+ * all-gather) makes the column-wise copy from the gathered row-wise data:
+ * delayed and current a transpose (Float8Tensor._create_transpose, 1 + 1)
+ * where the GPU's fp8 GEMMs are TN-only and nothing otherwise; blockwise
+ * its column-wise data and 128 x 128 scales
+ * (Float8BlockwiseQTensor._create_columnwise: 1 + 1 and 2 x 4 / (128 x
+ * 128)); no cast of the weight.
  */
 #define KPERF_CASTS_MAX 4
-enum kperf_cast_of { KPERF_CAST_ACT, KPERF_CAST_WEIGHT, KPERF_CAST_NORMED };
+enum kperf_cast_of { KPERF_CAST_ACT, KPERF_CAST_WEIGHT, KPERF_CAST_NORMED, KPERF_CAST_PARAM };
 struct kperf_cast {
 	const char *stem;
 	int named;

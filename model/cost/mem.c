@@ -351,8 +351,48 @@ void mem_param_bytes(const struct layout *l, double *w, double *g, double *o)
 		*g = 2, *o = 4;
 }
 
+double mem_layer_weight_bytes(const struct layout *l)
+{
+	double w, g, o;
+	mem_param_bytes(l, &w, &g, &o);
+	return l->fp8_param_gather ? 0 : w;
+}
+
+double mem_param_gather_bytes(const struct layout *l)
+{
+	double w, g, o;
+	mem_param_bytes(l, &w, &g, &o);
+	return l->fp8_param_gather ? 1 : w;
+}
+
+/* FP8 primary weights' cast from the fp32 master shard (Transformer
+ * Engine's transformer_engine/pytorch/tensor/utils.py, as Megatron-LM's
+ * fp8_utils.py quantize_param_shard calls it): delayed scaling's
+ * _cast_master_weights_to_fp8_delayed_scaling casts with the amax of the
+ * history (update_quantized: 4 read, 1 written) and all-reduces one fp32
+ * amax a tensor; current scaling's first computes the shard's amax
+ * (tex.compute_amax: 4 read), all-reduces them, then casts (4 + 1);
+ * blockwise's the shard's partial amax per 128 x 128 block
+ * (fp8_block_scaling_compute_partial_amax: 4), its all-reduce (4 bytes a
+ * block), the partial cast (fp8_block_scaling_partial_cast: 4 + 1).  A
+ * per-tensor amax a tensor of a layer's four linears is bytes too few to
+ * count a parameter (the all-reduce's time is its latency): counted as 0
+ * here, the collective still issued (synth's step). */
+static void opt_quant(const struct layout *l, struct mem_opt_traffic *t)
+{
+	if (!l->fp8_param_gather)
+		return;
+	t->adam_fp8w = t->adam - 2; /* no bf16 weight written */
+	t->quant = 4 + 1;
+	if (l->fp8_recipe == LAYOUT_FP8_CURRENT || l->fp8_recipe == LAYOUT_FP8_BLOCKWISE)
+		t->quant_amax = 4;
+	if (l->fp8_recipe == LAYOUT_FP8_BLOCKWISE)
+		t->quant_amax_bytes = 4.0 / (128 * 128);
+}
+
 void mem_opt_traffic(const struct layout *l, struct mem_opt_traffic *t)
 {
+	memset(t, 0, sizeof(*t));
 	int bf16 = mem_prec(l->dtype) == MEM_PREC_BF16;
 	/* Megatron-LM's optimizer over fp32 main gradients: the norm reads
 	 * them, the clip scaling reads and writes them; FusedAdam reads the
@@ -379,6 +419,8 @@ void mem_opt_traffic(const struct layout *l, struct mem_opt_traffic *t)
 	}
 	if (!l->clip_grad)
 		t->norm = t->scale = 0;
+	t->adam_fp8w = t->adam;
+	opt_quant(l, t);
 }
 
 static double round_up(double x, double q)
@@ -762,6 +804,11 @@ void mem_stage(const struct llm *m, const struct layout *l, const struct hw_prof
 	/* FP8 (or FP4) GEMMs keep quantised copies of each layer weight
 	 * (mem_lowp_weight_bytes a parameter), sharded like the weights. */
 	double qw = mem_lowp_weight_bytes(l, hw);
+	/* What a layer weight's parameter holds beyond wb: its quantised
+	 * copies, less the bf16 copy where the quantised tensor is the
+	 * parameter (fp8_param_gather, mem_layer_weight_bytes; wb - lw is 0
+	 * otherwise, so qx is qw exactly). */
+	double qx;
 	/* A hybrid model: each kind's activations; the stage's layers'
 	 * parameters by their kinds (nl, in place of n x layer), the largest
 	 * kind's a layer (what ZeRO's buffers hold at once). */
@@ -791,6 +838,7 @@ void mem_stage(const struct llm *m, const struct layout *l, const struct hw_prof
 	if (llm_moe_layers(m) > 0)
 		a_moe = mem_act_moe_layer(m, l);
 	mem_param_bytes(l, &wb, &gb, &ob);
+	qx = qw - (wb - mem_layer_weight_bytes(l));
 	if (first)
 		emb = V * h / t + (m->rope ? 0 : sq * h);
 	if (last)
@@ -820,7 +868,7 @@ void mem_stage(const struct llm *m, const struct layout *l, const struct hw_prof
 		Pe = nm * me;
 		out->params = Pd + Pe;
 		out->train = out->params;
-		out->weights = wb * (Pd + Pe) + qw * (dl + nm * (md + me));
+		out->weights = wb * (Pd + Pe) + qx * (dl + nm * (md + me));
 		out->grads =
 		    gb * Pd / (l->zero >= 2 ? shard : 1) + gb * Pe / (l->zero >= 2 ? edp : 1);
 		out->optimizer =
@@ -851,7 +899,7 @@ void mem_stage(const struct llm *m, const struct layout *l, const struct hw_prof
 		P = nl + emb + head;
 		out->params = P;
 		out->train = P;
-		out->weights = (wb * P + qw * nl) / (l->zero >= 3 ? shard : 1);
+		out->weights = (wb * P + qx * nl) / (l->zero >= 3 ? shard : 1);
 		out->grads = gb * P / (l->zero >= 2 ? shard : 1);
 		out->optimizer = ob * P / (l->zero >= 1 ? shard : 1);
 		/* The implementation's buffers (layout_dp_traits): the layers

@@ -330,13 +330,37 @@ void mem_bytes_per_param(int prec, double *weights, double *grads, double *optim
  * bf16: 2 + 2 + 4 (bf16 gradients and moments, no master). */
 void mem_param_bytes(const struct layout *l, double *weights, double *grads, double *optimizer);
 
+/* FP8 primary weights (l->fp8_param_gather; docs/MODEL.md "FP8 primary
+ * weights"): the bytes a layer weight's parameter keeps in its weights'
+ * dtype beside its quantised copies (mem_lowp_weight_bytes): 0 where the
+ * quantised tensor is the parameter (Transformer Engine's
+ * quantized_model_init: no bf16 copy), else mem_param_bytes' weights. */
+double mem_layer_weight_bytes(const struct layout *l);
+
+/* The bytes one layer-weight parameter moves in the sharded optimizer's
+ * parameter all-gather: 1 under fp8_param_gather (Megatron-LM's
+ * param_and_grad_buffer.py: a quantised parameter's buffer is torch.uint8,
+ * its fp8 data gathered alone; each tensor's scales are all-reduced
+ * instead, mem_opt_traffic's quant_amax_bytes), else mem_param_bytes'
+ * weights.  The embedding, head and norms stay in their own bf16 buffer. */
+double mem_param_gather_bytes(const struct layout *l);
+
 /* The optimizer step's memory traffic per local parameter, bytes read and
- * written by each of its kernels (docs/MODEL.md "Optimizer precision"). */
+ * written by each of its kernels (docs/MODEL.md "Optimizer precision").
+ * Under fp8_param_gather a layer weight's update writes no bf16 copy
+ * (adam_fp8w) and Transformer Engine's quantize_master_weights casts the
+ * fp32 master shard to fp8: an amax pass where the recipe needs the
+ * shard's amax first (quant_amax), the cast (quant); the scales'
+ * all-reduce over the sharding group, quant_amax_bytes a parameter. */
 struct mem_opt_traffic {
-	double unscale; /* fp16: unscale and inf/NaN check of the main gradients; 0 */
-	double norm;	/* the gradients' global norm (0 without clip_grad) */
-	double scale;	/* their scaling by the clip coefficient (0 without clip_grad) */
-	double adam;	/* the fused multi-tensor Adam kernel */
+	double unscale;		 /* fp16: unscale and inf/NaN check of the main gradients; 0 */
+	double norm;		 /* the gradients' global norm (0 without clip_grad) */
+	double scale;		 /* their scaling by the clip coefficient (0 without clip_grad) */
+	double adam;		 /* the fused multi-tensor Adam kernel */
+	double adam_fp8w;	 /* the same over a layer weight under fp8_param_gather */
+	double quant_amax;	 /* fp8_param_gather: the master shard's amax pass; 0 */
+	double quant;		 /* fp8_param_gather: the master shard's cast to fp8; 0 */
+	double quant_amax_bytes; /* fp8_param_gather: amaxes all-reduced a parameter; 0 */
 };
 void mem_opt_traffic(const struct layout *l, struct mem_opt_traffic *t);
 

@@ -2147,6 +2147,11 @@ static const struct frame_row frame_rows[LK_N] = {
 			    .value = value_optimizer_dtype},
     [LK_clip_grad] = {R(FX_SPECIAL, "--clip-grad", FX_SPECIAL, "optimizer.clip_grad", FX_INT, NULL),
 		      .put = put_clip_grad, .in = in_clip_grad_opts},
+    /* Megatron-LM's --fp8-param-gather (arguments.py), Bridge's
+     * DistributedDataParallelConfig field; torchtitan's torchao float8
+     * all-gather (enable_fsdp_float8_all_gather) is not this knob. */
+    [LK_fp8_param_gather] = {R(FX_BOOL, "--fp8-param-gather", FX_BOOL, "ddp.fp8_param_gather",
+			       FX_INT, NULL)},
 };
 #undef R
 

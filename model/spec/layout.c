@@ -1811,6 +1811,65 @@ static int check_optimizer(const struct layout *l, struct prism_err *err)
 	return 0;
 }
 
+/* FP8 primary weights where Megatron-LM runs them and prism models them
+ * (docs/MODEL.md, "FP8 primary weights").  Megatron-LM's arguments.py
+ * validate_args: "--fp8-param-gather only supported with distributed
+ * optimizer, torch fsdp2, megatron fsdp"; under torch FSDP2 it turns the
+ * flag off with Transformer Engine 2.0 and later ("will fallback to bf16
+ * all_gather"), so dp_impl fsdp2 is refused rather than silently bf16, and
+ * DeepSpeed and FSDP1 have no such flag.  ZeRO-3 (Megatron-FSDP's
+ * optim_grads_params, gathering fp8 a layer at a time) is not modelled.
+ * mxfp8's primary weights are all-gathered in the gradient buffer's
+ * dtype and quantised after the gather (distributed_data_parallel_config.py
+ * reuse_grad_buf_for_mxfp8_param_ag; param_and_grad_buffer.py
+ * _post_param_sync copy_tensors_to_quantized_params): not modelled.  The
+ * fp32 master (optimizer_dtype fp32) is what quantize_param_shard casts
+ * from (distrib_optimizer.py _copy_main_params_to_model_params); the
+ * precision-aware optimizer's and pure bf16's paths are not modelled;
+ * LoRA's frozen base has no master to cast from. */
+static int check_fp8_param_gather(const struct layout *l, struct prism_err *err)
+{
+	if (!l->fp8_param_gather)
+		return 0;
+	if (l->dtype != HW_FP8)
+		return prism_err_set(err, PRISM_EARG,
+				     "layout: fp8_param_gather needs dtype fp8 (Megatron-LM's "
+				     "--fp8-param-gather keeps the linear layers' weights in fp8), "
+				     "not %s",
+				     hw_dtype_name(l->dtype));
+	if (l->zero < 1)
+		return prism_err_set(
+		    err, PRISM_EARG,
+		    "layout: fp8_param_gather needs a sharded optimizer (zero 1 or "
+		    "2): Megatron-LM's --fp8-param-gather only runs with its "
+		    "distributed optimizer or FSDP");
+	if (l->zero > 2 || l->dp_impl != LAYOUT_DP_MEGATRON)
+		return prism_err_set(err, PRISM_EARG,
+				     "layout: fp8_param_gather is modelled for Megatron-LM's "
+				     "distributed optimizer (zero 1 or 2, dp_impl megatron), not "
+				     "zero %d with dp_impl %s",
+				     l->zero, layout_dp_impl_name(l->dp_impl));
+	if (l->fp8_recipe == LAYOUT_FP8_MXFP8)
+		return prism_err_set(err, PRISM_EARG,
+				     "layout: fp8_param_gather with fp8_recipe mxfp8 is not "
+				     "modelled (Megatron-LM gathers mxfp8 primary weights through "
+				     "the gradient buffer and quantises them after the gather)");
+	if (l->optimizer_dtype != LAYOUT_OPT_FP32)
+		return prism_err_set(err, PRISM_EARG,
+				     "layout: fp8_param_gather is modelled with optimizer_dtype "
+				     "fp32 (the fp32 master shard cast to fp8), not %s",
+				     layout_opt_dtype_name(l->optimizer_dtype));
+	if (layout_lora(l, 0))
+		return prism_err_set(err, PRISM_EARG,
+				     "layout: fp8_param_gather with LoRA: the frozen base has no "
+				     "master weights to cast from");
+	if (l->exec == LAYOUT_EXEC_COMPILED)
+		return prism_err_set(err, PRISM_EARG,
+				     "layout: fp8_param_gather is Transformer Engine's fp8 "
+				     "weights, not torchao's under exec compiled");
+	return 0;
+}
+
 /* Activation offloading where Megatron-LM takes it (transformer_config.py
  * __post_init__: cpu_offloading_num_layers in 0..num_layers - 1, "no
  * support for Pipeline parallelism with CPU offloading", "CPU offloading
@@ -1981,6 +2040,8 @@ int layout_check(const struct llm *m, const struct layout *l, const struct hw_pr
 	if (l->offload_layers > 0 && (rc = check_offload(m, l, hw, err)))
 		return rc;
 	if ((rc = check_optimizer(l, err)))
+		return rc;
+	if ((rc = check_fp8_param_gather(l, err)))
 		return rc;
 	if (layout_zb(l->schedule) && l->pp < 2)
 		return prism_err_set(err, PRISM_EARG,

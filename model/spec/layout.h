@@ -274,6 +274,14 @@ struct layout {
 	int clip_grad;	     /* 1: the gradients clipped by their global norm
 			      * (Megatron-LM's --clip-grad, 1.0 by default); 0:
 			      * neither the norm nor the scaling runs */
+	/* FP8 primary weights (Megatron-LM's --fp8-param-gather: the model
+	 * built under Transformer Engine's quantized_model_init, each linear
+	 * layer's weight a quantised tensor and no bf16 copy of it): the
+	 * distributed optimizer casts its fp32 master shard straight to fp8
+	 * (quantize_param_shard) and all-gathers the fp8 bytes.  dtype fp8,
+	 * zero 1..2 under dp_impl megatron (layout_check; docs/MODEL.md
+	 * "FP8 primary weights"). */
+	int fp8_param_gather;
 };
 
 /* The defaults of a run nobody laid out, each knob's row's (LAYOUT_KNOBS
@@ -908,7 +916,15 @@ enum layout_show {
 	X(clip_grad, L, 1, v, .kind = LK_BOOL, .lo = 0, .hi = 1, .def = 1, .opt = "no-clip-grad", \
 	  .help = "no gradient clipping (Megatron's --clip-grad 0): the optimizer step runs "      \
 		  "without the gradients' global norm and their scaling",                          \
-	  .flags = LK_SWEEP | LK_STORE | LK_JSON, .key = "clip", .show = LK_SHOW_CHANGED)
+	  .flags = LK_SWEEP | LK_STORE | LK_JSON, .key = "clip", .show = LK_SHOW_CHANGED)        \
+	X(fp8_param_gather, L, l->dtype == HW_FP8 && l->zero >= 1, v, .kind = LK_BOOL, .lo = 0,   \
+	  .hi = 1, .def = 0, .opt = "fp8-param-gather",                                            \
+	  .help = "fp8 primary weights (Megatron's --fp8-param-gather): no bf16 copy of the "     \
+		  "linear layers' weights, the distributed optimizer casts its fp32 master shard " \
+		  "to fp8 and all-gathers fp8 bytes (--dtype fp8 with delayed, current or "       \
+		  "blockwise; --zero 1 or 2, dp-impl megatron)",                                   \
+	  .flags = LK_SWEEP | LK_STORE | LK_JSON | LK_FORCE, .key = "fp8pg",                       \
+	  .show = LK_SHOW_CHANGED)
 /* clang-format on */
 
 enum layout_knob_id {

@@ -475,7 +475,7 @@ static void stage_dp(const struct analytic_in *in, const struct terms *T, int s,
 	const struct layout *l = &in->lay;
 	int dpc = l->dp * layout_cp(l), shard = layout_shard_group(&T->lay);
 	double G = shard, R = (double)dpc / shard, edp = layout_edp(&T->lay), mb = T->mb;
-	double t_rs = 0, t_ar = 0, t_ag = 0, t_agl = 0, hide, layer_w, rb, t_in = 0, t_rc = 0,
+	double t_rs = 0, t_ar = 0, t_ag = 0, t_agl = 0, hide, layer_w, gwb, rb, t_in = 0, t_rc = 0,
 	       t_out = 0, t_ex = 0;
 	/* A layer's trained parameters (LoRA: its adapters'). */
 	double lp = layout_lora(l, 0) ? layout_lora_params(&in->m, l) : T->lp;
@@ -493,7 +493,11 @@ static void stage_dp(const struct analytic_in *in, const struct terms *T, int s,
 	*dpt = *exposed = each[0] = each[1] = *red = 0;
 	if (!(dpc > 1 || (Pe > 0 && edp > 1)))
 		return;
-	layer_w = T->wb * lp;
+	/* A layer's weights as gathered: fp8 bytes under fp8_param_gather
+	 * (mem_param_gather_bytes, synth's gather), the embedding's and
+	 * head's in their bf16 buffer (T->wb). */
+	gwb = mem_param_gather_bytes(&T->lay);
+	layer_w = gwb * lp;
 	/* The implementation (layout_dp_traits): its reduce dtype, its copies
 	 * -- before a layer's gather (t_in) and around its reduce-scatter (t_rc)
 	 * on the DP stream, after the gather on the compute stream (t_out) --
@@ -515,7 +519,7 @@ static void stage_dp(const struct analytic_in *in, const struct terms *T, int s,
 		else
 			t_rs += ce.time_s;
 		if (l->zero >= 1) {
-			comm_time(hw, GC_ALL_GATHER, T->wb * Pe, ge, in->comm_eff, COMM_AUTO, &ce);
+			comm_time(hw, GC_ALL_GATHER, gwb * Pe, ge, in->comm_eff, COMM_AUTO, &ce);
 			t_ag += ce.time_s;
 		}
 	}
@@ -545,8 +549,8 @@ static void stage_dp(const struct analytic_in *in, const struct terms *T, int s,
 		{
 			double pl = n > 0 ? fmin(lp, P / n) : 0, rest = P - n * pl;
 			if (pl > 0) {
-				comm_time(hw, GC_ALL_GATHER, T->wb * pl, gg, in->comm_eff,
-					  COMM_AUTO, &ce);
+				comm_time(hw, GC_ALL_GATHER, gwb * pl, gg, in->comm_eff, COMM_AUTO,
+					  &ce);
 				t_ag += n * ce.time_s;
 			}
 			if (rest > 0) {

@@ -393,10 +393,17 @@ static void ranks_text(char *buf, int n)
 	buf[k] = '\0';
 }
 
-/* A collective of kind on bytes over group g, on stream st, in process
- * group pg (its sequence numbered per rank and group). */
 void se_collective(struct ctx *c, int r, int st, int kind, const char *kname, double bytes,
 		   struct comm_group g, const char *pg)
+{
+	se_collective_dt(c, r, st, kind, kname, bytes, g, pg, "BFloat16");
+}
+
+/* A collective of kind on bytes over group g, on stream st, in process
+ * group pg (its sequence numbered per rank and group), of elements of
+ * dtype (Kineto's name). */
+void se_collective_dt(struct ctx *c, int r, int st, int kind, const char *kname, double bytes,
+		      struct comm_group g, const char *pg, const char *dtype)
 {
 	struct graph_coll x;
 	struct comm_est e;
@@ -428,7 +435,7 @@ void se_collective(struct ctx *c, int r, int st, int kind, const char *kname, do
 	x.bytes = bytes < 9e18 ? (int64_t)bytes : INT64_MAX;
 	x.group_size = g.n;
 	x.pg = pgid;
-	x.dtype = se_intern(c, "BFloat16");
+	x.dtype = se_intern(c, dtype);
 	ranks_text(buf, g.n);
 	x.ranks = se_intern(c, buf);
 	x.seq = 0;

@@ -660,6 +660,16 @@ static int weight_cast_now(const struct ctx *c, int r)
 	       (c->rk[r].mb == 0 || !kperf_lowp_weight_kept(l->dtype, l->fp8_recipe, l->exec));
 }
 
+/* What quantises a weight there: its cast (KPERF_CAST_WEIGHT), or where
+ * the weight is already fp8 (fp8_param_gather) the column-wise copy
+ * post_all_gather_processing makes of it once the step's gather is done
+ * (KPERF_CAST_PARAM; here on the first microbatch, where the weight's
+ * cast was). */
+static int weight_cast_of(const struct ctx *c)
+{
+	return c->in->lay.fp8_param_gather ? KPERF_CAST_PARAM : KPERF_CAST_WEIGHT;
+}
+
 /* LoRA (layout.h lora_rank): every base weight frozen. */
 static int frozen(const struct ctx *c)
 {
@@ -682,7 +692,7 @@ static void linear_fwd_of(struct ctx *c, int r, const char *name, double m, doub
 		fp8_gemms(c, r, 1);
 		lowp_cast(c, r, "input", m * k, of);
 		if (weight_cast_now(c, r))
-			lowp_cast(c, r, "weight", k * n, KPERF_CAST_WEIGHT);
+			lowp_cast(c, r, "weight", k * n, weight_cast_of(c));
 	}
 	gemm(c, r, name, m, n, k);
 }
@@ -1341,7 +1351,7 @@ static void moe_fwd(struct ctx *c, int r, const struct shape *z)
 		lowp_cast(c, r, "input", z->M * z->h, KPERF_CAST_ACT);
 		if (weight_cast_now(c, r))
 			lowp_cast(c, r, "weight", z->eloc * z->h * (z->fe_in + z->fe) / z->etp,
-				  KPERF_CAST_WEIGHT);
+				  weight_cast_of(c));
 	}
 	grouped(c, r, z, "cutlass_grouped_gemm_bf16_fc1", mloc, z->fe_in / z->etp, z->h);
 	if (z->gated)

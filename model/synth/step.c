@@ -456,7 +456,8 @@ static double dense_params(const struct ctx *c, const struct shape *z, int layer
 	return z->moe && llm_is_moe_layer(&c->in->m, layer) ? z->md : layer_params_of(c, z, layer);
 }
 
-/* All-gather `params` parameters' bf16 weights over the sharding group on
+/* All-gather `params` parameters' bf16 weights (layer: a layer's, fp8
+ * under fp8_param_gather, mem_param_gather_bytes) over the sharding group on
  * the DP stream, after the compute stream's last task when wait_compute;
  * the gather's task and, where the compute stream will wait for it
  * (awaited), its event recorded on the host right after it is issued, as
@@ -466,10 +467,11 @@ static double dense_params(const struct ctx *c, const struct shape *z, int layer
  * compute stream waits for it: a gather issued ahead has the next one
  * launched on its stream by then. */
 static struct issued gather(struct ctx *c, int r, const struct shape *z, double params,
-			    int wait_compute, int awaited)
+			    int wait_compute, int awaited, int layer)
 {
 	struct issued out;
 	double w, g, o;
+	int fp8 = layer && c->lay.fp8_param_gather;
 	struct layout_dp_traits t;
 	char pg[32];
 	mem_param_bytes(&c->lay, &w, &g, &o);
@@ -482,8 +484,11 @@ static struct issued gather(struct ctx *c, int r, const struct shape *z, double 
 	if (t.ag_in > 0)
 		sl_kernel_on(c, r, S_DP, KC_ELEMENTWISE, "zero::all_gather_copy_in",
 			     params / layout_shard_group(&c->lay) * t.ag_in);
-	se_collective(c, r, S_DP, GC_ALL_GATHER, "ncclDevKernel_AllGather_RING_LL", params * w,
-		      zero_group(c), pg);
+	/* FP8 primary weights: the uint8 parameter buffer's bytes
+	 * (param_and_grad_buffer.py: torch.uint8 for a quantised parameter). */
+	se_collective_dt(c, r, S_DP, GC_ALL_GATHER, "ncclDevKernel_AllGather_RING_LL",
+			 params * (fp8 ? mem_param_gather_bytes(&c->lay) : w), zero_group(c), pg,
+			 fp8 ? "Byte" : "BFloat16");
 	out.task = se_last(c, r, S_DP);
 	out.record = awaited ? se_event_record(c, r, S_COMPUTE) : NONE32;
 	return out;
@@ -540,12 +545,12 @@ static void gather_before(struct ctx *c, int r, const struct shape *z, int depth
 		return;
 	if (i == 0)
 		for (int j = 0; j <= depth && j < n; j++) {
-			id = gather(c, r, z, dense_params(c, z, l0 + j), j == 0, 1);
+			id = gather(c, r, z, dense_params(c, z, l0 + j), j == 0, 1, 1);
 			if (ids) /* (none in a dry run) */
 				ids[j] = id;
 		}
 	else if (i + depth < n) {
-		id = gather(c, r, z, dense_params(c, z, l0 + i + depth), 1, 1);
+		id = gather(c, r, z, dense_params(c, z, l0 + i + depth), 1, 1, 1);
 		if (ids)
 			ids[i + depth] = id;
 	}
@@ -676,7 +681,7 @@ static void mtp_depths(struct ctx *c, int r, const struct shape *z, int fwd, int
 		c->rk[r].mtp = 1;
 		if (depth >= 0) {
 			double w = dense_params(c, z, m->layers - 1);
-			gather_wait(c, r, z, gather(c, r, z, w, 1, 1), w);
+			gather_wait(c, r, z, gather(c, r, z, w, 1, 1, 1), w);
 		}
 		if (fwd && !c->dry_dp) {
 			sl_mtp_fwd(c, r, z);
@@ -849,7 +854,7 @@ static void unit_fwd(struct ctx *c, int s, int ch, const struct shape *z, int de
 		pp_recv(c, r, os, oc, z, 1);
 	if (first_chunk && !in->bare) {
 		if (depth >= 0) /* the embedding's weights, sharded too */
-			gather_wait(c, r, z, gather(c, r, z, embed_params(c, r), 1, 1),
+			gather_wait(c, r, z, gather(c, r, z, embed_params(c, r), 1, 1, 0),
 				    embed_params(c, r));
 		if (!c->dry_dp)
 			sl_embed_fwd(c, r, z);
@@ -871,7 +876,7 @@ static void unit_fwd(struct ctx *c, int s, int ch, const struct shape *z, int de
 		/* The head's weights stay gathered for its backward (as
 		 * torchtitan leaves the output layer unsharded). */
 		if (depth >= 0)
-			gather_wait(c, r, z, gather(c, r, z, head_params(c, r), 1, 1),
+			gather_wait(c, r, z, gather(c, r, z, head_params(c, r), 1, 1, 0),
 				    head_params(c, r));
 		mtp_depths(c, r, z, 1, depth, 0, SL_PASS_ALL);
 		if (!c->dry_dp)
@@ -1473,9 +1478,14 @@ static void stage_step(struct ctx *c, int s, const struct shape *z)
 enum { OPT_UNSCALE, OPT_NORM, OPT_UPDATE, OPT_ZERO };
 
 /* Pass `pass`'s kernels for np_ local parameters (of one layer, or of the
- * embedding or head), their bytes from the optimizer's precision
- * (mem_opt_traffic).  (fp8's amax update: per microbatch, amax_update.) */
-static void adam(struct ctx *c, int r, double np_, int pass)
+ * embedding or head: layer 0), their bytes from the optimizer's precision
+ * (mem_opt_traffic).  (fp8's amax update: per microbatch, amax_update.)
+ * FP8 primary weights (fp8_param_gather): a layer's update writes no
+ * bf16 weight, and its fp32 master shard is cast to the fp8 parameter
+ * (Megatron-LM's _copy_main_params_to_model_params: quantize_param_shard,
+ * Transformer Engine's quantize_master_weights), the recipe's amax pass
+ * first where it has one. */
+static void adam(struct ctx *c, int r, double np_, int pass, int layer)
 {
 	const struct synth_in *in = c->in;
 	struct mem_opt_traffic t;
@@ -1510,7 +1520,50 @@ static void adam(struct ctx *c, int r, double np_, int pass)
 	if (t.scale > 0)
 		sl_kernel(c, r, KC_OPTIMIZER, "multi_tensor_apply_kernel<ScaleFunctor>",
 			  t.scale * np_);
-	sl_kernel(c, r, KC_OPTIMIZER, "multi_tensor_apply_kernel<FusedAdam>", np_ * t.adam);
+	if (!(layer && in->lay.fp8_param_gather)) {
+		sl_kernel(c, r, KC_OPTIMIZER, "multi_tensor_apply_kernel<FusedAdam>", np_ * t.adam);
+		return;
+	}
+	sl_kernel(c, r, KC_OPTIMIZER, "multi_tensor_apply_kernel<FusedAdam>", np_ * t.adam_fp8w);
+	if (t.quant_amax > 0)
+		sl_kernel(c, r, KC_REDUCTION, "te_compute_amax_master", np_ * t.quant_amax);
+	sl_kernel(c, r, KC_ELEMENTWISE, "te_cast_master_to_fp8", np_ * t.quant);
+}
+
+/* FP8 primary weights: the amaxes (or blockwise's block scales) of the
+ * stage's fp8 weights all-reduced (max) over the sharding group before
+ * the casts (Transformer Engine's _cast_master_weights_to_fp8_*_scaling:
+ * torch.distributed.all_reduce(packed_amaxes, MAX, group), the
+ * distributed optimizer's data_parallel_group): one fp32 a linear's
+ * weight per-tensor (a layer's four, two a local expert), 4 bytes a 128 x
+ * 128 block under blockwise (mem_opt_traffic quant_amax_bytes).  Issued
+ * once for the stage after its updates' amax passes (the delayed cast's
+ * amaxes reduced after it), before the gathers. */
+static void quant_amax_reduce(struct ctx *c, int r, const struct shape *z)
+{
+	const struct llm *m = &c->in->m;
+	struct mem_opt_traffic t;
+	char pg[32];
+	double bytes = 0, P = 0;
+	int n = 0;
+	if (!c->in->lay.fp8_param_gather || c->in->bare)
+		return;
+	mem_opt_traffic(&c->in->lay, &t);
+	for (int ch = 0; ch < z->v; ch++) {
+		int l0 = layout_chunk_first(m, &c->lay, r, ch),
+		    nl = layout_chunk_layers(m, &c->lay, r, ch);
+		for (int i = 0; i < nl; i++) {
+			int moe = z->moe && llm_is_moe_layer(m, l0 + i);
+			P += moe ? z->md + z->me : layer_params_of(c, z, l0 + i);
+			n += moe ? 2 + 2 * (int)z->eloc : 4;
+		}
+	}
+	bytes = t.quant_amax_bytes > 0 ? P * t.quant_amax_bytes : 4.0 * n;
+	if (!(bytes > 0))
+		return;
+	dp_pg(c, r, pg, sizeof(pg));
+	se_collective_dt(c, r, S_COMPUTE, GC_ALL_REDUCE, "ncclDevKernel_AllReduce_Max_f32_RING_LL",
+			 bytes, zero_group(c), pg, "float");
 }
 
 /* Megatron-LM's grad_stats_parallel_group, over which the gradient
@@ -1651,21 +1704,21 @@ static void opt_pass(struct ctx *c, int r, const struct shape *z, double share, 
 		for (int i = 0; i < nl; i++) {
 			set_ann(c, r, l0 + i, PH_OPTIMIZER, -1);
 			if (z->moe && llm_is_moe_layer(m, l0 + i))
-				adam(c, r, z->md * share + z->me * eshare, pass);
+				adam(c, r, z->md * share + z->me * eshare, pass, 1);
 			else
-				adam(c, r, layer_train(c, z, l0 + i) * share, pass);
+				adam(c, r, layer_train(c, z, l0 + i) * share, pass, 1);
 		}
 	}
 	set_ann(c, r, -1, PH_OPTIMIZER, -1);
 	for (int k = 0; r == z->head && !c->in->bare && k < m->mtp_layers; k++)
 		if (z->moe && llm_is_moe_layer(m, m->layers - 1))
-			adam(c, r, z->md * share + z->me * eshare, pass);
+			adam(c, r, z->md * share + z->me * eshare, pass, 1);
 		else
-			adam(c, r, layer_params_of(c, z, m->layers - 1) * share, pass);
+			adam(c, r, layer_params_of(c, z, m->layers - 1) * share, pass, 1);
 	if (embed_params(c, r) > 0 && !lora(c))
-		adam(c, r, embed_params(c, r) * share, pass);
+		adam(c, r, embed_params(c, r) * share, pass, 0);
 	if (head_params(c, r) > 0 && !lora(c))
-		adam(c, r, head_params(c, r) * share, pass);
+		adam(c, r, head_params(c, r) * share, pass, 0);
 }
 
 /*
@@ -1716,14 +1769,15 @@ static void gather_updated(struct ctx *c, int r, const struct shape *z)
 		for (int i = 0; i < nl; i++) {
 			set_ann(c, r, l0 + i, PH_OPTIMIZER, -1);
 			gather(c, r, z,
-			       lora(c) ? layer_train(c, z, -1) : dense_params(c, z, l0 + i), 0, 0);
+			       lora(c) ? layer_train(c, z, -1) : dense_params(c, z, l0 + i), 0, 0,
+			       1);
 		}
 	}
 	set_ann(c, r, -1, PH_OPTIMIZER, -1);
 	for (int k = 0; r == z->head && !c->in->bare && k < m->mtp_layers; k++)
-		gather(c, r, z, dense_params(c, z, m->layers - 1), 0, 0);
+		gather(c, r, z, dense_params(c, z, m->layers - 1), 0, 0, 1);
 	if (!lora(c) && embed_params(c, r) + head_params(c, r) > 0)
-		gather(c, r, z, embed_params(c, r) + head_params(c, r), 0, 0);
+		gather(c, r, z, embed_params(c, r) + head_params(c, r), 0, 0, 0);
 }
 
 /* The experts' updated weights under ZeRO-1/2, all-gathered over their
@@ -1732,8 +1786,8 @@ static void gather_experts(struct ctx *c, int r, const struct shape *z)
 {
 	const struct llm *m = &c->in->m;
 	char pg[32];
-	double w, g, o;
-	mem_param_bytes(&c->lay, &w, &g, &o);
+	double w = mem_param_gather_bytes(&c->lay); /* the experts' weights: fp8 or not */
+	const char *dt = c->lay.fp8_param_gather ? "Byte" : "BFloat16";
 	rank_pg(c, "edp", r, pg, sizeof(pg));
 	se_event_wait(c, r, S_COMPUTE, S_DP);
 	for (int ch = 0; ch < z->v; ch++) {
@@ -1743,8 +1797,9 @@ static void gather_experts(struct ctx *c, int r, const struct shape *z)
 			if (!llm_is_moe_layer(m, l0 + i))
 				continue;
 			set_ann(c, r, l0 + i, PH_OPTIMIZER, -1);
-			se_collective(c, r, S_DP, GC_ALL_GATHER, "ncclDevKernel_AllGather_RING_LL",
-				      z->me * w, (struct comm_group){z->edp, z->edp_per_node}, pg);
+			se_collective_dt(c, r, S_DP, GC_ALL_GATHER,
+					 "ncclDevKernel_AllGather_RING_LL", z->me * w,
+					 (struct comm_group){z->edp, z->edp_per_node}, pg, dt);
 		}
 	}
 	set_ann(c, r, -1, PH_OPTIMIZER, -1);
@@ -1752,8 +1807,8 @@ static void gather_experts(struct ctx *c, int r, const struct shape *z)
 	for (int k = 0; r == z->head && !c->in->bare && llm_is_moe_layer(m, m->layers - 1) &&
 			k < m->mtp_layers;
 	     k++)
-		se_collective(c, r, S_DP, GC_ALL_GATHER, "ncclDevKernel_AllGather_RING_LL",
-			      z->me * w, (struct comm_group){z->edp, z->edp_per_node}, pg);
+		se_collective_dt(c, r, S_DP, GC_ALL_GATHER, "ncclDevKernel_AllGather_RING_LL",
+				 z->me * w, (struct comm_group){z->edp, z->edp_per_node}, pg, dt);
 }
 
 /* PyTorch's fused AdamW (the pure-bf16 optimizer) keeps each parameter's
@@ -1810,6 +1865,7 @@ void ss_optimizer(struct ctx *c, int r, const struct shape *z)
 	}
 	opt_step_count(c, r);
 	opt_pass(c, r, z, share, eshare, OPT_UPDATE);
+	quant_amax_reduce(c, r, z);
 	/* ZeRO-1/2: the updated weights all-gathered, here or (overlap_param)
 	 * before the next step's first forward; ZeRO-3 and FSDP's
 	 * SHARD_GRAD_OP keep them sharded. */

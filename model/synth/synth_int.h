@@ -711,6 +711,13 @@ void se_event_wait_task(struct ctx *c, int r, uint32_t src, uint32_t rec, int fr
  * (0 for bare runs), on rank r's stream st, in process group pg. */
 void se_collective(struct ctx *c, int r, int st, int kind, const char *kname, double bytes,
 		   struct comm_group g, const char *pg);
+/* The same of elements of dtype, Kineto's name for the tensor's dtype
+ * (se_collective: "BFloat16"); a timeline writes bytes / its size as the
+ * elements (sim/timeline.c coll_args; "Byte" for a size it does not
+ * know), so the label is the collective's element size: "Byte" for a
+ * torch.uint8 buffer. */
+void se_collective_dt(struct ctx *c, int r, int st, int kind, const char *kname, double bytes,
+		      struct comm_group g, const char *pg, const char *dtype);
 
 /* The graph (gw_finish): tasks grouped by processor (stable), order edges
  * along each, a rank per pipeline stage, the run's description meta, the
