@@ -2650,6 +2650,26 @@ static void pairs_exact(const struct sim *sm, const struct synth_out *so,
 	}
 }
 
+/* The first of map mp's guards (synth.h synth_pair_guard) that fails on
+ * a unit's entries in (mp->n_guard: none), each one's rows up to it equal
+ * to its pair's settled start and the unit's host start (nodes: the
+ * unit's tasks). */
+static uint32_t guards_hold(const struct sim *sm, const uint32_t *nodes,
+			    const struct synth_unit_map *mp, const int64_t *in)
+{
+	uint32_t g = 0;
+	for (; g < mp->n_guard; g++) {
+		const struct synth_pair_guard *gd = &mp->guard[g];
+		int64_t a = row_apply(mp->gm + (size_t)2 * g * mp->n_in, in, mp->n_in);
+		int64_t h = row_apply(mp->gm + (size_t)(2 * g + 1) * mp->n_in, in, mp->n_in);
+		assert_int_equal(a, sm->start_ns[nodes[gd->task]]);
+		assert_int_equal(h, sm->start_ns[nodes[0]]);
+		if (a - h < gd->bound)
+			break;
+	}
+	return g;
+}
+
 /* Each unit of in repeated from a template (in->units) that ran alone: its
  * template's map applied to its entries' settled times equals its exits'
  * settled times to the nanosecond (synth.h synth_unit_map), every edge
@@ -2776,18 +2796,7 @@ static size_t maps_hold(const struct synth_in *in, size_t *skipped, size_t *tail
 		{
 			/* Its pairs' guards, in order: each one's rows exact
 			 * while those before it held. */
-			uint32_t gi = 0, npair = 0;
-			for (; gi < mp.n_guard; gi++) {
-				const struct synth_pair_guard *gd = &mp.guard[gi];
-				int64_t a =
-				    row_apply(mp.gm + (size_t)2 * gi * mp.n_in, in_t, mp.n_in);
-				int64_t h = row_apply(mp.gm + (size_t)(2 * gi + 1) * mp.n_in, in_t,
-						      mp.n_in);
-				assert_int_equal(a, sm->start_ns[nodes[gd->task]]);
-				assert_int_equal(h, sm->start_ns[nodes[0]]);
-				if (a - h < gd->bound)
-					break;
-			}
+			uint32_t gi = guards_hold(sm, nodes, &mp, in_t), npair = 0;
 			for (size_t k = 0; k < so.n_marks; k++)
 				npair += so.marks[k].n_kern2 > 0 && owner[so.marks[k].node] == i;
 			if (mp.n_guard)
