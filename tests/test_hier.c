@@ -2595,7 +2595,7 @@ static int map_alone(const struct sim *sm, const struct synth_out *so, const str
  * before their last piece's launch (early: outside the sim's own
  * condition for its memo, pair_whole), their side lanes' pieces (side). */
 struct pair_count {
-	size_t held, declined, exact, early, side;
+	size_t held, declined, exact, early, side, pieces;
 };
 
 /* max_i(row[i] + in[i]) over the entries with both (INT64_MIN: none). */
@@ -2647,6 +2647,7 @@ static void pairs_exact(const struct sim *sm, const struct synth_out *so,
 		pc->exact++;
 		pc->early += t - h < hi;
 		pc->side += mk->n_kern2;
+		pc->pieces += np;
 	}
 }
 
@@ -2998,9 +2999,9 @@ static void test_pair_map(void **state)
 		n = maps_hold(&in, &skipped, &tails, &pc);
 		print_message("175b %s: %zu units held, %zu skipped; pairs: %zu held, %zu "
 			      "declined; %zu stepped exactly (%zu started before their last "
-			      "launch)\n",
+			      "launch; %zu pieces, %zu of them side pieces)\n",
 			      k ? "tp 8 pp 16 vp 6, 32 mb" : "tp 8 pp 8, 16 mb", n, skipped,
-			      pc.held, pc.declined, pc.exact, pc.early);
+			      pc.held, pc.declined, pc.exact, pc.early, pc.pieces, pc.side);
 		assert_true(pc.held > 0 && pc.exact > 0);
 	}
 }
