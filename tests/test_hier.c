@@ -2611,11 +2611,13 @@ static int64_t row_apply(const int64_t *row, const int64_t *in, uint32_t n)
 /* Each pair of so (marks with a side lane) that ran alone on its GPU
  * (map_alone's rule, by its own task) stepped by synth_pair_end from its
  * settled start and host start: its end and each piece's end equal the
- * settled ones (sim.xend).  Counted in *pc. */
+ * settled ones (sim.xend), and synth_tpl_pair_end's from its template
+ * (owner: each task's unit in so's log) the same.  Counted in *pc. */
 static void pairs_exact(const struct sim *sm, const struct synth_out *so,
-			const struct settle_out *st, struct pair_count *pc)
+			const struct settle_out *st, const struct synth_tpl *tpl,
+			const uint32_t *owner, struct pair_count *pc)
 {
-	int64_t ends[4096];
+	int64_t ends[4096], ends2[4096];
 	for (size_t i = 0; i < so->n_marks; i++) {
 		const struct synth_fold_mark *mk = &so->marks[i];
 		int64_t end, t = sm->start_ns[mk->node], h = sm->start_ns[mk->host], hi = INT64_MIN;
@@ -2635,6 +2637,21 @@ static void pairs_exact(const struct sim *sm, const struct synth_out *so,
 				    i, (long long)end, (long long)sm->end_ns[mk->node],
 				    (long long)t, (long long)h);
 		assert_int_equal(end, sm->end_ns[mk->node]);
+		{
+			/* the same from its template (synth_tpl_pair_end) */
+			const struct synth_unit_rec *u = &so->ulog[owner[mk->node]];
+			uint32_t j = 0;
+			int64_t e2;
+			while (so->ulog_nodes[u->node0 + j] != mk->node)
+				j++;
+			assert_int_equal(synth_tpl_pair_end(tpl, u->tpl, j, t, h, ends2, np, &e2),
+					 0);
+			assert_int_equal(e2, end);
+			assert_int_equal(
+			    synth_tpl_pair_end(tpl, u->tpl, j, t, h, ends2, np - 1, &e2), -1);
+			assert_int_equal(synth_tpl_pair_end(tpl, u->tpl, 0, t, h, ends2, np, &e2),
+					 -1);
+		}
 		for (uint32_t k = 0; k < np; k++) {
 			assert_int_equal(ends[k], sm->xend[sm->xoff[i] + k]);
 			hi = so->kerns[k < mk->n_kern ? mk->kern0 + k : mk->kern2 + k - mk->n_kern]
@@ -2845,7 +2862,7 @@ static size_t maps_hold(const struct synth_in *in, size_t *skipped, size_t *tail
 		checked++;
 	}
 	if (pc)
-		pairs_exact(sm, &so, &st, pc);
+		pairs_exact(sm, &so, &st, tpl, owner, pc);
 	free(owner);
 	free(src);
 	sim_free(sm);

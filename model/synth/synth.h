@@ -711,6 +711,13 @@ int synth_pair_end(const struct synth_fold_kern *kerns, const struct synth_fold_
 		   double slow_compute, double slow_comm, int64_t start, int64_t host,
 		   int64_t *ends, int64_t *end);
 
+/* The same for task `task` of template t of tpl's last build (its
+ * contention factors that build's): 0, 1 as synth_pair_end; -1 where
+ * that task is no pair, or ends holds fewer than n_ends pieces (the
+ * pair's main and side lanes'). */
+int synth_tpl_pair_end(const struct synth_tpl *tpl, uint32_t t, uint32_t task, int64_t start,
+		       int64_t host, int64_t *ends, size_t n_ends, int64_t *end);
+
 /* Template t of tpl's last build (synth_unit_rec.tpl): its map into *map
  * (pointing into tpl, valid until its next build): 0, or -1 where tpl has
  * no such template. */

@@ -565,6 +565,33 @@ int synth_pair_end(const struct synth_fold_kern *kerns, const struct synth_fold_
 	return *end > PRISM_TIME_MAX;
 }
 
+int synth_tpl_pair_end(const struct synth_tpl *tpl, uint32_t t, uint32_t task, int64_t start,
+		       int64_t host, int64_t *ends, size_t n_ends, int64_t *end)
+{
+	const struct fold_state *f = &tpl->fo;
+	const struct ufold *u;
+	struct prun R;
+
+	if (t >= f->folds.n)
+		return -1;
+	u = &f->folds.v[t];
+	for (uint32_t k = 0; k < u->n_marks; k++) {
+		const struct fmark *mk = &f->fmarks.v[u->mark0 + k];
+		if (mk->node != task || !mk->n_kern2)
+			continue;
+		if (n_ends < (size_t)mk->n_kern + mk->n_kern2)
+			return -1;
+		R.kerns = f->fkerns.v;
+		R.ends = ends;
+		R.pre = NULL;
+		pair_rates(&R, tpl->key.bare ? 0 : tpl->key.hw->slow_compute,
+			   tpl->key.bare ? 0 : tpl->key.hw->slow_comm);
+		*end = pair_run(&R, mk->kern0, mk->n_kern, mk->kern2, mk->n_kern2, start, host);
+		return *end > PRISM_TIME_MAX;
+	}
+	return -1;
+}
+
 /*
  * Each pair's end row's constants (map_paths: dur, reach) and, under
  * contention, its guard.  Its run from a start past every launch (from 0,
