@@ -712,9 +712,9 @@ int synth_pair_end(const struct synth_fold_kern *kerns, const struct synth_fold_
 		   int64_t *ends, int64_t *end);
 
 /* The same for task `task` of template t of tpl's last build (its
- * contention factors that build's): 0, 1 as synth_pair_end; -1 where
- * that task is no pair, or ends holds fewer than n_ends pieces (the
- * pair's main and side lanes'). */
+ * contention factors that build's), ends room for n_ends values: 0, 1 as
+ * synth_pair_end; -1 where that task is no pair, or n_ends is fewer than
+ * its pieces (its main and side lanes'). */
 int synth_tpl_pair_end(const struct synth_tpl *tpl, uint32_t t, uint32_t task, int64_t start,
 		       int64_t host, int64_t *ends, size_t n_ends, int64_t *end);
 
