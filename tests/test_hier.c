@@ -2588,13 +2588,117 @@ static int map_alone(const struct sim *sm, const struct synth_out *so, const str
 	return 1;
 }
 
+/* Pairs (sim.h) met by maps_hold: in units whose maps it held (each
+ * guard holding, or none: no contention), in units it skipped as a guard
+ * failed (declined); pairs that ran alone whose end and pieces' ends
+ * synth_pair_end gave to the ns (exact), of them those that started
+ * before their last piece's launch (early: outside the sim's own
+ * condition for its memo, pair_whole), their side lanes' pieces (side). */
+struct pair_count {
+	size_t held, declined, exact, early, side, pieces;
+};
+
+/* max_i(row[i] + in[i]) over the entries with both (INT64_MIN: none). */
+static int64_t row_apply(const int64_t *row, const int64_t *in, uint32_t n)
+{
+	int64_t got = INT64_MIN;
+	for (uint32_t j = 0; j < n; j++)
+		if (row[j] != INT64_MIN && in[j] != INT64_MIN && in[j] + row[j] > got)
+			got = in[j] + row[j];
+	return got;
+}
+
+/* Each pair of so (marks with a side lane) that ran alone on its GPU
+ * (map_alone's rule, by its own task) stepped by synth_pair_end from its
+ * settled start and host start: its end and each piece's end equal the
+ * settled ones (sim.xend), and synth_tpl_pair_end's from its template
+ * (owner: each task's unit in so's log) the same.  Counted in *pc. */
+static void pairs_exact(const struct sim *sm, const struct synth_out *so,
+			const struct settle_out *st, const struct synth_tpl *tpl,
+			const uint32_t *owner, struct pair_count *pc)
+{
+	int64_t ends[4096], ends2[4096];
+	for (size_t i = 0; i < so->n_marks; i++) {
+		const struct synth_fold_mark *mk = &so->marks[i];
+		int64_t end, t = sm->start_ns[mk->node], h = sm->start_ns[mk->host], hi = INT64_MIN;
+		uint32_t np = mk->n_kern + mk->n_kern2;
+		if (!mk->n_kern2)
+			continue;
+		if (so->slow_compute != 0 || so->slow_comm != 0) {
+			if (st->maxplus != SIM_MP_RUN || (sm->mp_hybrid && sm->mp_q[mk->node] == 1))
+				continue;
+		}
+		assert_true(np <= 4096);
+		assert_int_equal(synth_pair_end(so->kerns, mk, so->slow_compute, so->slow_comm, t,
+						h, ends, &end),
+				 0);
+		if (end != sm->end_ns[mk->node])
+			print_error("pair %zu: stepped %lld, settled %lld (start %lld host %lld)\n",
+				    i, (long long)end, (long long)sm->end_ns[mk->node],
+				    (long long)t, (long long)h);
+		assert_int_equal(end, sm->end_ns[mk->node]);
+		{
+			/* the same from its template (synth_tpl_pair_end) */
+			const struct synth_unit_rec *u = &so->ulog[owner[mk->node]];
+			uint32_t j = 0;
+			int64_t e2;
+			while (so->ulog_nodes[u->node0 + j] != mk->node)
+				j++;
+			assert_int_equal(synth_tpl_pair_end(tpl, u->tpl, j, t, h, ends2, np, &e2),
+					 0);
+			assert_int_equal(e2, end);
+			assert_int_equal(
+			    synth_tpl_pair_end(tpl, u->tpl, j, t, h, ends2, np - 1, &e2), -1);
+			assert_int_equal(synth_tpl_pair_end(tpl, u->tpl, 0, t, h, ends2, np, &e2),
+					 -1);
+		}
+		for (uint32_t k = 0; k < np; k++) {
+			assert_int_equal(ends[k], sm->xend[sm->xoff[i] + k]);
+			hi = so->kerns[k < mk->n_kern ? mk->kern0 + k : mk->kern2 + k - mk->n_kern]
+					 .rel_ns > hi
+				 ? so->kerns[k < mk->n_kern ? mk->kern0 + k
+							    : mk->kern2 + k - mk->n_kern]
+				       .rel_ns
+				 : hi;
+		}
+		pc->exact++;
+		pc->early += t - h < hi;
+		pc->side += mk->n_kern2;
+		pc->pieces += np;
+	}
+}
+
+/* The first of map mp's guards (synth.h synth_pair_guard) that fails on
+ * a unit's entries in (mp->n_guard: none), each one's rows up to it equal
+ * to its pair's settled start and the unit's host start (nodes: the
+ * unit's tasks). */
+static uint32_t guards_hold(const struct sim *sm, const uint32_t *nodes,
+			    const struct synth_unit_map *mp, const int64_t *in)
+{
+	uint32_t g = 0;
+	for (; g < mp->n_guard; g++) {
+		const struct synth_pair_guard *gd = &mp->guard[g];
+		int64_t a = row_apply(mp->gm + (size_t)2 * g * mp->n_in, in, mp->n_in);
+		int64_t h = row_apply(mp->gm + (size_t)(2 * g + 1) * mp->n_in, in, mp->n_in);
+		assert_int_equal(a, sm->start_ns[nodes[gd->task]]);
+		assert_int_equal(h, sm->start_ns[nodes[0]]);
+		if (a - h < gd->bound)
+			break;
+	}
+	return g;
+}
+
 /* Each unit of in repeated from a template (in->units) that ran alone: its
  * template's map applied to its entries' settled times equals its exits'
  * settled times to the nanosecond (synth.h synth_unit_map), every edge
  * into it from outside is one of its entries, and every transfer with
- * another member one of its PEER entries.  The units checked; *skipped:
- * those that ran beside a collective, or have no map. */
-static size_t maps_hold(const struct synth_in *in, size_t *skipped, size_t *tails)
+ * another member one of its PEER entries.  A pair's guard (synth.h
+ * synth_pair_guard) is held too: its rows equal its pair's settled start
+ * and the host's, up to the first that fails (the unit declined).  The
+ * units checked; *skipped: those that ran beside a collective, or have no
+ * map, or were declined; pairs counted in *pc (NULL: none). */
+static size_t maps_hold(const struct synth_in *in, size_t *skipped, size_t *tails,
+			struct pair_count *pc)
 {
 	struct synth_in b = *in;
 	struct synth_tpl *tpl = synth_tpl_new();
@@ -2681,6 +2785,8 @@ static size_t maps_hold(const struct synth_in *in, size_t *skipped, size_t *tail
 			(*skipped)++;
 			continue;
 		}
+		if (so.slow_compute == 0 && so.slow_comm == 0)
+			assert_int_equal(mp.n_guard, 0);
 		assert_false(g->procs[g->proc[nodes[0]]].gpu);
 		*tails += tail;
 		assert_true(mp.n_in <= 64);
@@ -2705,6 +2811,23 @@ static size_t maps_hold(const struct synth_in *in, size_t *skipped, size_t *tail
 			assert_true(j < mp.n_in);
 		}
 		map_entries(g, sm, &so, u, &mp, src + i * MAP_PROCS, in_t);
+		{
+			/* Its pairs' guards, in order: each one's rows exact
+			 * while those before it held. */
+			uint32_t gi = guards_hold(sm, nodes, &mp, in_t), npair = 0;
+			for (size_t k = 0; k < so.n_marks; k++)
+				npair += so.marks[k].n_kern2 > 0 && owner[so.marks[k].node] == i;
+			if (mp.n_guard)
+				assert_int_equal(mp.n_guard, npair);
+			if (gi < mp.n_guard) {
+				if (pc)
+					pc->declined += npair;
+				(*skipped)++;
+				continue;
+			}
+			if (pc)
+				pc->held += npair;
+		}
 		for (uint32_t o = 0; o < mp.n_out; o++) {
 			const struct synth_port *p = &mp.out[o];
 			uint32_t v = nodes[p->task];
@@ -2738,6 +2861,8 @@ static size_t maps_hold(const struct synth_in *in, size_t *skipped, size_t *tail
 		}
 		checked++;
 	}
+	if (pc)
+		pairs_exact(sm, &so, &st, tpl, owner, pc);
 	free(owner);
 	free(src);
 	sim_free(sm);
@@ -2791,7 +2916,7 @@ static void test_unit_map(void **state)
 			in.cpu_op_s = cases[i].host_us * 1e-6;
 			if (quiet)
 				in.hw = &hw_quiet;
-			n = maps_hold(&in, &skipped, &tails);
+			n = maps_hold(&in, &skipped, &tails, NULL);
 			print_message("case %zu%s: %zu units and tails held (%zu tails), %zu "
 				      "skipped\n",
 				      i, quiet ? " (no contention)" : "", n, tails, skipped);
@@ -2799,6 +2924,103 @@ static void test_unit_map(void **state)
 			all += n;
 		}
 	print_message("%zu units in all\n", all);
+}
+
+/* Pairs' maps (synth.h synth_pair_guard, issue 38's unit map step 6):
+ * the tensor-parallel layouts of test_unit_map and the context-parallel
+ * ring's, with the profile's contention and without.  Without it every
+ * pair's unit has a map with no guard, which holds; with it, every unit
+ * whose guards hold has its exits to the ns, and every pair that ran
+ * alone steps to its settled end (synth_pair_end), inside its guard or
+ * not.  Prints how many pairs fell inside their guards. */
+static void test_pair_map(void **state)
+{
+	static const struct {
+		int tp, pp, dp, vp, m, sched, rec, zero, sp, cp;
+		double host_us;
+	} cases[] = {
+	    {2, 4, 1, 1, 8, LAYOUT_1F1B, LAYOUT_RECOMPUTE_SELECTIVE, 0, 0, 1, 10},
+	    {2, 2, 1, 2, 4, LAYOUT_INTERLEAVED, LAYOUT_RECOMPUTE_NONE, 0, 1, 1, 10},
+	    {4, 4, 1, 2, 8, LAYOUT_INTERLEAVED, LAYOUT_RECOMPUTE_FULL, 0, 0, 1, 10},
+	    {2, 4, 1, 2, 8, LAYOUT_INTERLEAVED, LAYOUT_RECOMPUTE_NONE, 0, 0, 1, 60},
+	    {2, 2, 1, 1, 8, LAYOUT_DUALPIPEV, LAYOUT_RECOMPUTE_NONE, 0, 0, 1, 10},
+	    {2, 2, 4, 2, 4, LAYOUT_INTERLEAVED, LAYOUT_RECOMPUTE_NONE, 1, 0, 1, 10},
+	    /* the context-parallel ring (sim.h: its transfers the side lane) */
+	    {1, 2, 1, 1, 4, LAYOUT_1F1B, LAYOUT_RECOMPUTE_NONE, 0, 0, 2, 10},
+	    {1, 2, 1, 1, 4, LAYOUT_1F1B, LAYOUT_RECOMPUTE_NONE, 0, 0, 4, 10},
+	    {2, 2, 1, 1, 4, LAYOUT_1F1B, LAYOUT_RECOMPUTE_NONE, 0, 0, 4, 10},
+	};
+	struct pair_count all[2] = {{0}, {0}};
+	(void)state;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
+		for (int quiet = 0; quiet < 2; quiet++) {
+			struct synth_in in;
+			struct pair_count pc = {0};
+			size_t skipped, n, tails;
+			small(&in);
+			FIXTURE_SHAPE(&in, cases[i]);
+			in.cpu_op_s = cases[i].host_us * 1e-6;
+			if (cases[i].cp > 1) {
+				in.lay.cp = cases[i].cp;
+				in.lay.cp_comm = LAYOUT_CP_P2P;
+				in.m.seq *= cases[i].cp;
+				in.lay.mbs = 4;
+			}
+			if (quiet)
+				in.hw = &hw_quiet;
+			n = maps_hold(&in, &skipped, &tails, &pc);
+			print_message("case %zu%s: %zu units held, %zu skipped; pairs: %zu held, "
+				      "%zu declined; %zu stepped exactly (%zu started before "
+				      "their last launch; %zu side pieces)\n",
+				      i, quiet ? " (no contention)" : "", n, skipped, pc.held,
+				      pc.declined, pc.exact, pc.early, pc.side);
+			/* (with contention, some layouts settle by the
+			 * kernel-level run: none of their pairs is checked) */
+			if (quiet) { /* every pair held, in its unit's map and stepped */
+				assert_true(pc.held > 0);
+				assert_int_equal(pc.held, pc.exact);
+				assert_int_equal(pc.declined, 0);
+			}
+			all[quiet].held += pc.held;
+			all[quiet].declined += pc.declined;
+			all[quiet].exact += pc.exact;
+			all[quiet].early += pc.early;
+		}
+	for (int q = 0; q < 2; q++)
+		print_message("%s: pairs held %zu, declined %zu; stepped exactly %zu (%zu started "
+			      "before their last launch)\n",
+			      q ? "no contention" : "contention", all[q].held, all[q].declined,
+			      all[q].exact, all[q].early);
+	/* (with contention, the share inside the guards: docs/PERFORMANCE.md) */
+	assert_true(all[0].held > 0 && all[0].declined > 0);
+	/* GPT-3 175B at tp 8 (issue 38's candidates, fewer microbatches): the
+	 * same, on the shipped profile's contention */
+	for (int k = 0; k < 2; k++) {
+		struct synth_in in;
+		struct pair_count pc = {0};
+		size_t skipped, n, tails;
+		synth_in_default(&in);
+		in.m = (struct llm){.layers = 96,
+				    .hidden = 12288,
+				    .heads = 96,
+				    .ffn = 49152,
+				    .seq = 2048,
+				    .vocab = 51200,
+				    .name = "gpt3-175b"};
+		in.hw = &hw;
+		in.lay.tp = 8;
+		in.lay.pp = k ? 16 : 8;
+		in.lay.vp = k ? 6 : 1;
+		in.lay.schedule = k ? LAYOUT_INTERLEAVED : LAYOUT_1F1B;
+		in.lay.microbatches = k ? 32 : 16;
+		n = maps_hold(&in, &skipped, &tails, &pc);
+		print_message("175b %s: %zu units held, %zu skipped; pairs: %zu held, %zu "
+			      "declined; %zu stepped exactly (%zu started before their last "
+			      "launch; %zu pieces, %zu of them side pieces)\n",
+			      k ? "tp 8 pp 16 vp 6, 32 mb" : "tp 8 pp 8, 16 mb", n, skipped,
+			      pc.held, pc.declined, pc.exact, pc.early, pc.pieces, pc.side);
+		assert_true(pc.held > 0 && pc.exact > 0);
+	}
 }
 
 /* An argument: the tests whose names it matches (cmocka's filter). */
@@ -2829,6 +3051,7 @@ int main(int argc, char **argv)
 	    cmocka_unit_test(test_settle_scratch_reused),
 	    cmocka_unit_test(test_scratch_reused),
 	    cmocka_unit_test(test_unit_map),
+	    cmocka_unit_test(test_pair_map),
 	};
 	if (argc > 1)
 		cmocka_set_test_filter(argv[1]);

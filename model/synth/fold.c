@@ -1274,7 +1274,12 @@ void sf_release(struct ctx *c)
 	VEC_FREE(c->fo.fmaps.m);
 	VEC_FREE(c->fo.tmaps.ports);
 	VEC_FREE(c->fo.tmaps.m);
+	VEC_FREE(c->fo.fmaps.guards);
+	VEC_FREE(c->fo.fmaps.gm);
+	VEC_FREE(c->fo.tmaps.guards);
+	VEC_FREE(c->fo.tmaps.gm);
 	VEC_FREE(c->fo.mscr);
+	VEC_FREE(c->fo.pscr);
 	VEC_FREE(c->fo.mrows);
 	VEC_FREE(c->fo.mexts);
 	VEC_FREE(c->fo.medges);
@@ -1299,6 +1304,7 @@ int sf_carry_in(struct ctx *c, struct synth_tpl *tpl)
 		c->fo.ftext.n = c->fo.fstrs.n = c->fo.fseqs.n = 0;
 		c->fo.fkeys.n = c->fo.fktab.n = c->fo.fpgs.n = c->fo.fcpg.n = 0;
 		c->fo.fprole.n = c->fo.fmaps.ports.n = c->fo.fmaps.m.n = 0;
+		c->fo.fmaps.guards.n = c->fo.fmaps.gm.n = 0;
 	}
 	tpl->key = key;
 	tpl->have = 0;
@@ -1315,6 +1321,7 @@ int sf_carry_in(struct ctx *c, struct synth_tpl *tpl)
 	c->fo.marks.n = 0;
 	c->fo.ulog.n = 0;
 	c->fo.tails.n = c->fo.tmaps.ports.n = c->fo.tmaps.m.n = 0;
+	c->fo.tmaps.guards.n = c->fo.tmaps.gm.n = 0;
 	c->fo.tasks_folded = 0;
 	c->fo.units_folded = c->fo.units_kept = 0;
 	c->fo.carry = 1;

@@ -648,8 +648,10 @@ void synth_tpl_recycle_out(struct synth_tpl *tpl, struct synth_out *so);
  * where there is none; exit j is the max over i of m[j * n_in + i] +
  * in[i].  Exact, to the nanosecond, for a unit whose tasks run alone on
  * their GPU (no contention: test_hier's test_unit_map holds it against
- * the settled graph); a pair's side lane (sim.h, pairs) has none: n_in
- * 0.
+ * the settled graph); a pair's (sim.h, pairs) end row is its start row
+ * plus its lanes' run from a start past every launch, and, without
+ * contention, its host start's plus its run from the latest launches;
+ * under contention it holds within its guard (synth_pair_guard).
  */
 #define SYNTH_PORT_PROC	  0
 #define SYNTH_PORT_PEER	  1
@@ -664,11 +666,57 @@ struct synth_port {
 	uint32_t task; /* PEER, END, ARRIVE, START: the template's task */
 };
 
+/*
+ * A pair's guard (sim.h "pairs"; issue 38's unit map, step 6;
+ * docs/PERFORMANCE.md): a template task that is a pair (its run of
+ * compute kernels with a side lane of collectives beside it) ends at
+ * its start plus len wherever its start is at least bound after its
+ * unit's host start -- where no launch holds any of its pieces back
+ * from the start its lanes alone would give it, the run being then its
+ * lanes' one run shifted (the sim's arithmetic is shift-invariant: sim.c
+ * pair_whole).  Outside that, under contention, its lanes slow each other
+ * by how they overlap, which a launch moves: no max-plus function of
+ * the start (synth_pair_end steps it).  Without contention a pair is
+ * max-plus in its start and its host start everywhere and gets no guard.
+ */
+struct synth_pair_guard {
+	uint32_t task;
+	int64_t bound, len;
+};
+
 struct synth_unit_map {
 	uint32_t n_tasks, n_in, n_out;
 	const struct synth_port *in, *out;
 	const int64_t *m;
+	/* Its pairs' guards, in their tasks' order: the map holds where each
+	 * holds, max_i(gm[2 g n_in + i] + in[i]) (guard g's task's start) -
+	 * max_i(gm[(2 g + 1) n_in + i] + in[i]) (the host start) >= bound;
+	 * an evaluator declines elsewhere.  (n_guard 0 under no contention.) */
+	uint32_t n_guard;
+	const struct synth_pair_guard *guard;
+	const int64_t *gm;
 };
+
+/*
+ * A pair's end as the simulator times it alone on its GPU (sim.c
+ * lanes_alone, event by event; its periods' jumps and the main lane's
+ * solo stretches are the same arithmetic taken at once): its unit task
+ * mk (its kernels in kerns), starting at start, its unit's host at host,
+ * under the contention factors slow_compute and slow_comm (sim.h; 0 and
+ * 0: none).  ends: room for mk->n_kern + mk->n_kern2 values, each piece's
+ * end (the main lane's, then the side's).  0 and *end; 1 where its lanes
+ * wait on each other for ever (*end PRISM_TIME_MAX + 1, as the sim).
+ */
+int synth_pair_end(const struct synth_fold_kern *kerns, const struct synth_fold_mark *mk,
+		   double slow_compute, double slow_comm, int64_t start, int64_t host,
+		   int64_t *ends, int64_t *end);
+
+/* The same for task `task` of template t of tpl's last build (its
+ * contention factors that build's), ends room for n_ends values: 0, 1 as
+ * synth_pair_end; -1 where that task is no pair, or n_ends is fewer than
+ * its pieces (its main and side lanes'). */
+int synth_tpl_pair_end(const struct synth_tpl *tpl, uint32_t t, uint32_t task, int64_t start,
+		       int64_t host, int64_t *ends, size_t n_ends, int64_t *end);
 
 /* Template t of tpl's last build (synth_unit_rec.tpl): its map into *map
  * (pointing into tpl, valid until its next build): 0, or -1 where tpl has

@@ -152,10 +152,16 @@ struct fstr {
 struct umap_store {
 	VEC(struct synth_port) ports;
 	VEC(int64_t) m;
+	/* Its pairs' guards (synth.h synth_pair_guard) and, per guard, two
+	 * rows of n_in: the pair's start, its unit's host start. */
+	VEC(struct synth_pair_guard) guards;
+	VEC(int64_t) gm;
 };
 
+/* (g0, n_guard: its guards from g0 in guards; their rows from gm0 in gm) */
 struct umap_at {
 	uint32_t port0, n_in, n_out, m0;
+	uint32_t g0, n_guard, gm0;
 };
 
 /* A folded unit (found by its content, fold.c): its tasks, edges (ids
@@ -441,6 +447,7 @@ struct fold_state {
 	struct umap_store tmaps;	 /* the steps' tails' (this build's) */
 	VEC(struct tail_rec) tails;	 /* the steps' tails (step.c ss_steps) */
 	VEC(int64_t) mscr;		 /* scratch: one map's paths */
+	VEC(int64_t) pscr;		 /* scratch: a pair's pieces' ends (um_pair) */
 	VEC(struct gw_node) mrows;	 /* scratch: a tail's tasks */
 	VEC(struct gw_edge) medges;	 /* and its edges */
 	VEC(struct fext) mexts;		 /* and its events from before it */
