@@ -63,6 +63,12 @@ struct ev {
 	int64_t *vin, *vout;
 	struct ev_coll *colls;
 	uint32_t *inst_n; /* each collective's instance's members */
+	/* Each map's finite weights, made once a map (a template's serves
+	 * every unit of it): item i's map is kmap[i]; its exit o's weights
+	 * (entry rj, weight rw) from rj[ro[kr[m] + o]] to rj[ro[kr[m] + o +
+	 * 1]]; its entry j's exits co[cof[kc[m] + j] .. cof[kc[m] + j + 1]). */
+	uint32_t *kmap, *kr, *kc, *ro, *rj, *cof, *co;
+	int64_t *rw;
 };
 
 static void ev_free(struct ev *e)
@@ -85,6 +91,83 @@ static void ev_free(struct ev *e)
 	free(e->vout);
 	free(e->colls);
 	free(e->inst_n);
+	free(e->kmap);
+	free(e->kr);
+	free(e->kc);
+	free(e->ro);
+	free(e->rj);
+	free(e->cof);
+	free(e->co);
+	free(e->rw);
+}
+
+/* Each map's finite weights by exit and by entry (ev.kmap ...), each
+ * distinct map once: 0 or PRISM_ENOMEM. */
+static int ev_sparse(struct ev *e)
+{
+	const struct synth_out *so = e->so;
+	size_t n = so->n_ulog, nk = 0, nro = 0, nnz = 0, ncof = 0;
+	uint32_t nt = 0, *first;
+
+	for (size_t i = 0; i < n - so->n_tails; i++)
+		if (so->ulog[i].tpl + 1 > nt)
+			nt = so->ulog[i].tpl + 1;
+	/* (a unit's map by its template, a tail's by its place) */
+	first = prism_malloc(((size_t)nt + n) * sizeof(*first));
+	e->kmap = prism_malloc(n * sizeof(*e->kmap));
+	if (!first || !e->kmap) {
+		free(first);
+		return PRISM_ENOMEM;
+	}
+	for (size_t k = 0; k < (size_t)nt + n; k++)
+		first[k] = NONE32;
+	for (size_t i = 0; i < n; i++) {
+		size_t key = i < n - so->n_tails ? so->ulog[i].tpl : nt + i;
+		const struct synth_unit_map *mp = &e->map[i];
+		if (first[key] == NONE32) {
+			first[key] = (uint32_t)nk++;
+			nro += mp->n_out + 1;
+			ncof += mp->n_in + 1;
+			for (size_t q = 0; q < (size_t)mp->n_in * mp->n_out; q++)
+				nnz += mp->m[q] != INT64_MIN;
+		}
+		e->kmap[i] = first[key];
+	}
+	free(first);
+	e->kr = prism_malloc((nk + 1) * sizeof(*e->kr));
+	e->kc = prism_malloc((nk + 1) * sizeof(*e->kc));
+	e->ro = prism_malloc((nro + 1) * sizeof(*e->ro));
+	e->cof = prism_malloc((ncof + 1) * sizeof(*e->cof));
+	e->rj = prism_malloc((nnz + 1) * sizeof(*e->rj));
+	e->co = prism_malloc((nnz + 1) * sizeof(*e->co));
+	e->rw = prism_malloc((nnz + 1) * sizeof(*e->rw));
+	if (!e->kr || !e->kc || !e->ro || !e->cof || !e->rj || !e->co || !e->rw)
+		return PRISM_ENOMEM;
+	nk = nro = ncof = 0;
+	for (size_t i = 0, z = 0, zc = 0; i < n; i++) {
+		const struct synth_unit_map *mp = &e->map[i];
+		if (e->kmap[i] != nk)
+			continue; /* (made at its first item) */
+		e->kr[nk] = (uint32_t)nro;
+		e->kc[nk++] = (uint32_t)ncof;
+		for (uint32_t o = 0; o < mp->n_out; o++) {
+			e->ro[nro++] = (uint32_t)z;
+			for (uint32_t j = 0; j < mp->n_in; j++)
+				if (mp->m[(size_t)o * mp->n_in + j] != INT64_MIN) {
+					e->rj[z] = j;
+					e->rw[z++] = mp->m[(size_t)o * mp->n_in + j];
+				}
+		}
+		e->ro[nro++] = (uint32_t)z;
+		for (uint32_t j = 0; j < mp->n_in; j++) {
+			e->cof[ncof++] = (uint32_t)zc;
+			for (uint32_t o = 0; o < mp->n_out; o++)
+				if (mp->m[(size_t)o * mp->n_in + j] != INT64_MIN)
+					e->co[zc++] = o;
+		}
+		e->cof[ncof++] = (uint32_t)zc;
+	}
+	return 0;
 }
 
 /* Item i's port of kind (and task) among its n ports p: its index, or
@@ -372,12 +455,12 @@ static int ev_sources(struct ev *e)
  * the entry plus the path. */
 static int64_t ev_exit(const struct ev *e, uint32_t i, uint32_t o)
 {
-	const struct synth_unit_map *mp = &e->map[i];
-	const int64_t *row = mp->m + (size_t)(o - e->out0[i]) * mp->n_in, *in = e->vin + e->in0[i];
+	const uint32_t *ro = e->ro + e->kr[e->kmap[i]] + (o - e->out0[i]);
+	const int64_t *in = e->vin + e->in0[i];
 	int64_t x = INT64_MIN;
-	for (uint32_t j = 0; j < mp->n_in; j++)
-		if (row[j] != INT64_MIN && in[j] != INT64_MIN && prism_time_add(in[j], row[j]) > x)
-			x = prism_time_add(in[j], row[j]);
+	for (uint32_t k = ro[0]; k < ro[1]; k++)
+		if (in[e->rj[k]] != INT64_MIN && prism_time_add(in[e->rj[k]], e->rw[k]) > x)
+			x = prism_time_add(in[e->rj[k]], e->rw[k]);
 	return x;
 }
 
@@ -386,16 +469,15 @@ static int64_t ev_exit(const struct ev *e, uint32_t i, uint32_t o)
 static void ev_entry(struct ev *e, uint32_t en, uint32_t *nw)
 {
 	uint32_t i = e->item_of[en], j = en - e->in0[i];
-	const struct synth_unit_map *mp = &e->map[i];
+	const uint32_t *cof = e->cof + e->kc[e->kmap[i]] + j;
 	int64_t v = e->soff[en] == e->soff[en + 1] ? e->init[en] : INT64_MIN;
 	for (uint32_t k = e->soff[en]; k < e->soff[en + 1]; k++)
 		if (e->vout[e->src[k]] > v)
 			v = e->vout[e->src[k]];
 	e->vin[en] = v;
-	for (uint32_t o = 0; o < mp->n_out; o++)
-		if (mp->m[(size_t)o * mp->n_in + j] != INT64_MIN &&
-		    --e->pend_out[e->out0[i] + o] == 0)
-			e->work[(*nw)++] = e->out0[i] + o;
+	for (uint32_t k = cof[0]; k < cof[1]; k++)
+		if (--e->pend_out[e->out0[i] + e->co[k]] == 0)
+			e->work[(*nw)++] = e->out0[i] + e->co[k];
 }
 
 /* The worklist: 0, or SYNTH_EVAL_CYCLE where exits are left. */
@@ -409,9 +491,8 @@ static int ev_run(struct ev *e)
 		for (uint32_t j = 0; j < mp->n_in; j++)
 			e->item_of[e->in0[i] + j] = (uint32_t)i;
 		for (uint32_t o = 0; o < mp->n_out; o++) {
-			uint32_t c = 0;
-			for (uint32_t j = 0; j < mp->n_in; j++)
-				c += mp->m[(size_t)o * mp->n_in + j] != INT64_MIN;
+			const uint32_t *ro = e->ro + e->kr[e->kmap[i]] + o;
+			uint32_t c = ro[1] - ro[0];
 			e->pend_out[e->out0[i] + o] = c;
 			if (c == 0)
 				e->work[nw++] = e->out0[i] + o;
@@ -530,8 +611,8 @@ int synth_unit_eval(const struct synth_tpl *tpl, const struct synth_out *so, con
 			goto out;
 		}
 	}
-	if ((rc = ev_alloc(&e)) != 0 || (rc = ev_sources(&e)) != 0 || (rc = ev_run(&e)) != 0 ||
-	    (rc = ev_take(&e, ev)) != 0)
+	if ((rc = ev_alloc(&e)) != 0 || (rc = ev_sources(&e)) != 0 || (rc = ev_sparse(&e)) != 0 ||
+	    (rc = ev_run(&e)) != 0 || (rc = ev_take(&e, ev)) != 0)
 		goto out;
 out:
 	free(folded);
