@@ -2897,6 +2897,8 @@ static int evals_hold(const struct synth_in *in)
 		}
 		for (size_t k = 0; k < (size_t)ev.n_ranks * ev.n_steps; k++)
 			assert_int_equal(ev.end[k], last[k]);
+		/* the first step's unit span, one of the points' outputs */
+		assert_int_equal(ev.span_ns, st.unit_span_ns);
 		free(last);
 		synth_ueval_free(&ev);
 	}

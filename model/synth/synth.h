@@ -729,6 +729,11 @@ struct synth_ueval {
 	 * synchronize's end), end[rank * n_steps + step]. */
 	int64_t *end;
 	uint32_t n_ranks, n_steps;
+	/* The first step's unit span (settle_out.unit_span_ns: the first
+	 * unit's first compute task's start to the last unit's last compute
+	 * task's end, so->unit_first/unit_last's first n_units / steps); -1
+	 * where a unit's last compute task is not an exit of its map. */
+	int64_t span_ns;
 };
 
 int synth_unit_eval(const struct synth_tpl *tpl, const struct synth_out *so, const struct graph *g,

@@ -546,6 +546,44 @@ static int ev_alloc(struct ev *e)
 	return 0;
 }
 
+/* The exit of kind a or b (SYNTH_PORT_*) of graph task v (in a unit or
+ * tail): its value, or INT64_MIN where v is none of its item's. */
+static int64_t ev_exit_of(const struct ev *e, uint32_t v, uint8_t a, uint8_t b)
+{
+	uint32_t i = v < e->g->n_nodes ? e->node_item[v] : NONE32, t = 0;
+	const uint32_t *nodes;
+	if (i == NONE32)
+		return INT64_MIN;
+	nodes = e->so->ulog_nodes + e->so->ulog[i].node0;
+	while (nodes[t] != v)
+		t++;
+	for (uint32_t o = 0; o < e->map[i].n_out; o++)
+		if ((e->map[i].out[o].kind == a || e->map[i].out[o].kind == b) &&
+		    e->map[i].out[o].task == t)
+			return e->vout[e->out0[i] + o];
+	return INT64_MIN;
+}
+
+/* The first step's unit span (settle.c: from the first unit's first
+ * compute task's start to the last's end, of the first n_units / steps
+ * units): the START exits and each unit's last compute task's exit (its
+ * processor's END); -1 where one is not an exit. */
+static int64_t ev_span(const struct ev *e)
+{
+	const struct synth_out *so = e->so;
+	size_t per_step = so->steps > 0 ? so->n_units / (size_t)so->steps : 0;
+	int64_t lo = INT64_MAX, hi = INT64_MIN;
+	for (size_t k = 0; k < per_step; k++) {
+		int64_t a = ev_exit_of(e, so->unit_first[k], SYNTH_PORT_START, SYNTH_PORT_START);
+		int64_t b = ev_exit_of(e, so->unit_last[k], SYNTH_PORT_END, SYNTH_PORT_LAST);
+		if (a == INT64_MIN || b == INT64_MIN)
+			return -1;
+		lo = a < lo ? a : lo;
+		hi = b > hi ? b : hi;
+	}
+	return hi > lo ? hi - lo : 0;
+}
+
 /* The results into ev: 0 or PRISM_ENOMEM. */
 static int ev_take(struct ev *e, struct synth_ueval *ev)
 {
@@ -560,6 +598,7 @@ static int ev_take(struct ev *e, struct synth_ueval *ev)
 		if (so->ulog[i].step + 1 > ev->n_steps)
 			ev->n_steps = so->ulog[i].step + 1;
 	}
+	ev->span_ns = ev_span(e);
 	ev->x = e->vout;
 	ev->off = e->out0;
 	e->vout = NULL;
