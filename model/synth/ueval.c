@@ -277,13 +277,19 @@ static int ev_instances(struct ev *e)
 
 /* Contention on, whether a rank's contended tasks (sim.c mp_contended:
  * a GPU's kernels, folded tasks, collectives with no other member) lie on
- * two streams: the plain pass's domain (sim.c mp_streams). */
+ * two streams: the plain pass's domain (sim.c mp_streams).  1: they do,
+ * 0: they do not, -1: out of memory. */
 static int ev_streams(const struct ev *e, const uint8_t *folded, const uint8_t *alone)
 {
 	const struct graph *g = e->g;
-	uint32_t first[EV_PROCS];
+	uint32_t ranks = 0, *first;
 
-	for (uint32_t r = 0; r < EV_PROCS; r++)
+	for (uint32_t p = 0; p < g->n_procs; p++)
+		if (g->procs[p].rank + 1 > ranks)
+			ranks = g->procs[p].rank + 1;
+	if (!(first = prism_malloc((ranks ? ranks : 1) * sizeof(*first))))
+		return -1;
+	for (uint32_t r = 0; r < ranks; r++)
 		first[r] = NONE32;
 	for (uint32_t p = 0; p < g->n_procs; p++) {
 		const struct graph_proc *pr = &g->procs[p];
@@ -291,21 +297,21 @@ static int ev_streams(const struct ev *e, const uint8_t *folded, const uint8_t *
 			if (!(folded[u] || g->kind[u] == GN_KERNEL ||
 			      (g->kind[u] == GN_COLL && (g->coll[u] == NONE32 || alone[u]))))
 				continue;
-			if (pr->rank >= EV_PROCS)
-				return 1;
-			if (first[pr->rank] == NONE32)
+			if (first[pr->rank] == NONE32) {
 				first[pr->rank] = p;
-			else if (first[pr->rank] != p)
+			} else if (first[pr->rank] != p) {
+				free(first);
 				return 1;
+			}
 		}
 	}
+	free(first);
 	return 0;
 }
 
-/* Each PEER entry's sources: the other members' ARRIVE exits; a
- * collective with other members must be one of its item's PEER entries.
- * folded, alone: scratch of n_nodes (for ev_streams).  0,
- * SYNTH_EVAL_RENDEZVOUS / CONTENTION, PRISM_ENOMEM. */
+/* Each PEER entry's count of sources (the other members' ARRIVE exits)
+ * added to cnt; a collective with other members must be a PEER entry and
+ * an ARRIVE exit of its item.  0, or SYNTH_EVAL_RENDEZVOUS. */
 static int ev_peers(struct ev *e, uint32_t *cnt)
 {
 	const struct graph *g = e->g;
@@ -315,11 +321,11 @@ static int ev_peers(struct ev *e, uint32_t *cnt)
 		uint32_t i = e->node_item[e->colls[a].node];
 		const struct synth_unit_map *mp = &e->map[i];
 		uint32_t t = 0, j;
+		if (e->inst_n[a] < 2)
+			continue;
 		while (e->so->ulog_nodes[e->so->ulog[i].node0 + t] != e->colls[a].node)
 			t++;
 		j = port_of(mp->in, mp->n_in, SYNTH_PORT_PEER, t);
-		if (e->inst_n[a] < 2)
-			continue;
 		if (j == NONE32 || port_of(mp->out, mp->n_out, SYNTH_PORT_ARRIVE, t) == NONE32)
 			return SYNTH_EVAL_RENDEZVOUS;
 		cnt[e->in0[i] + j] += e->inst_n[a] - 1;
@@ -327,9 +333,11 @@ static int ev_peers(struct ev *e, uint32_t *cnt)
 	return 0;
 }
 
-/* Entry e of item i (the k-th of its kind found in the walk): where its
- * value comes from.  proc_end / last: the latest earlier exit of each
- * processor and stream (NONE32: none). */
+/* Item i's PROC and LAST entries in the walk: their sources counted
+ * into cnt and their values where none (!fill), or their sources written
+ * (fill); proc_end / last, the latest earlier END exit of each processor
+ * and LAST exit of each stream on the stage (NONE32: none), moved past
+ * the item. */
 static void ev_walk_item(struct ev *e, uint32_t i, uint32_t *proc_end, uint32_t *last,
 			 uint32_t *cnt, int fill)
 {
@@ -645,8 +653,9 @@ int synth_unit_eval(const struct synth_tpl *tpl, const struct synth_out *so, con
 				folded[so->marks[k].node] = 1;
 		for (uint32_t a = 0; a < g->n_colls; a++)
 			folded[g->n_nodes + e.colls[a].node] = e.inst_n[a] < 2;
-		if (ev_streams(&e, folded, folded + g->n_nodes)) {
-			rc = SYNTH_EVAL_CONTENTION;
+		rc = ev_streams(&e, folded, folded + g->n_nodes);
+		if (rc) {
+			rc = rc < 0 ? PRISM_ENOMEM : SYNTH_EVAL_CONTENTION;
 			goto out;
 		}
 	}
