@@ -2935,7 +2935,9 @@ static void test_unit_eval(void **state)
 		}
 	print_message("evaluated %d, no map %d, contention %d\n", n[0], n[SYNTH_EVAL_NOMAP],
 		      n[SYNTH_EVAL_CONTENTION]);
-	assert_true(n[0] >= 8);
+	/* 14 here: the six tp 1 layouts both ways, ZB-V and dp 2 without
+	 * contention; the pairs' maps (the other tp > 1 layouts) add to it */
+	assert_true(n[0] >= 14);
 }
 
 /* An argument: the tests whose names it matches (cmocka's filter). */
