@@ -2872,6 +2872,30 @@ static size_t maps_hold(const struct synth_in *in, size_t *skipped, size_t *tail
 	return checked;
 }
 
+/* test_unit_map's and test_unit_eval's layouts. */
+static const struct {
+	int tp, pp, dp, vp, m, sched, rec, zero, sp;
+	double host_us;
+} map_cases[] = {
+    {1, 1, 1, 1, 4, LAYOUT_1F1B, LAYOUT_RECOMPUTE_NONE, 0, 0, 10},
+    {1, 2, 1, 1, 4, LAYOUT_GPIPE, LAYOUT_RECOMPUTE_NONE, 0, 0, 10},
+    {1, 4, 1, 1, 8, LAYOUT_1F1B, LAYOUT_RECOMPUTE_NONE, 0, 0, 10},
+    {2, 4, 1, 1, 8, LAYOUT_1F1B, LAYOUT_RECOMPUTE_SELECTIVE, 0, 0, 10},
+    {2, 2, 1, 2, 4, LAYOUT_INTERLEAVED, LAYOUT_RECOMPUTE_NONE, 0, 1, 10},
+    {4, 4, 1, 2, 8, LAYOUT_INTERLEAVED, LAYOUT_RECOMPUTE_FULL, 0, 0, 10},
+    {1, 2, 1, 4, 8, LAYOUT_INTERLEAVED, LAYOUT_RECOMPUTE_NONE, 0, 0, 10},
+    /* launch-bound: the host's gates decide */
+    {1, 2, 1, 1, 8, LAYOUT_1F1B, LAYOUT_RECOMPUTE_NONE, 0, 0, 400},
+    {2, 4, 1, 2, 8, LAYOUT_INTERLEAVED, LAYOUT_RECOMPUTE_NONE, 0, 0, 60},
+    {1, 4, 1, 1, 8, LAYOUT_ZB1P, LAYOUT_RECOMPUTE_NONE, 0, 0, 10},
+    {2, 2, 1, 1, 8, LAYOUT_ZBV, LAYOUT_RECOMPUTE_NONE, 0, 1, 10},
+    {2, 2, 1, 1, 8, LAYOUT_DUALPIPEV, LAYOUT_RECOMPUTE_NONE, 0, 0, 10},
+    /* data parallel: the units beside a bucket's reduction are the
+     * hybrid's (skipped), the others hold */
+    {1, 2, 2, 1, 8, LAYOUT_1F1B, LAYOUT_RECOMPUTE_NONE, 0, 0, 10},
+    {2, 2, 4, 2, 4, LAYOUT_INTERLEAVED, LAYOUT_RECOMPUTE_NONE, 1, 0, 10},
+};
+
 /* The templates' maps (synth.h synth_unit_map, issue 38's unit map step
  * 3) hold, to the nanosecond, for every unit that ran alone: layouts
  * without data parallelism under GPipe, 1F1B, the interleaved schedule
@@ -2883,37 +2907,15 @@ static size_t maps_hold(const struct synth_in *in, size_t *skipped, size_t *tail
  * edges inside the unit fails it. */
 static void test_unit_map(void **state)
 {
-	static const struct {
-		int tp, pp, dp, vp, m, sched, rec, zero, sp;
-		double host_us;
-	} cases[] = {
-	    {1, 1, 1, 1, 4, LAYOUT_1F1B, LAYOUT_RECOMPUTE_NONE, 0, 0, 10},
-	    {1, 2, 1, 1, 4, LAYOUT_GPIPE, LAYOUT_RECOMPUTE_NONE, 0, 0, 10},
-	    {1, 4, 1, 1, 8, LAYOUT_1F1B, LAYOUT_RECOMPUTE_NONE, 0, 0, 10},
-	    {2, 4, 1, 1, 8, LAYOUT_1F1B, LAYOUT_RECOMPUTE_SELECTIVE, 0, 0, 10},
-	    {2, 2, 1, 2, 4, LAYOUT_INTERLEAVED, LAYOUT_RECOMPUTE_NONE, 0, 1, 10},
-	    {4, 4, 1, 2, 8, LAYOUT_INTERLEAVED, LAYOUT_RECOMPUTE_FULL, 0, 0, 10},
-	    {1, 2, 1, 4, 8, LAYOUT_INTERLEAVED, LAYOUT_RECOMPUTE_NONE, 0, 0, 10},
-	    /* launch-bound: the host's gates decide */
-	    {1, 2, 1, 1, 8, LAYOUT_1F1B, LAYOUT_RECOMPUTE_NONE, 0, 0, 400},
-	    {2, 4, 1, 2, 8, LAYOUT_INTERLEAVED, LAYOUT_RECOMPUTE_NONE, 0, 0, 60},
-	    {1, 4, 1, 1, 8, LAYOUT_ZB1P, LAYOUT_RECOMPUTE_NONE, 0, 0, 10},
-	    {2, 2, 1, 1, 8, LAYOUT_ZBV, LAYOUT_RECOMPUTE_NONE, 0, 1, 10},
-	    {2, 2, 1, 1, 8, LAYOUT_DUALPIPEV, LAYOUT_RECOMPUTE_NONE, 0, 0, 10},
-	    /* data parallel: the units beside a bucket's reduction are the
-	     * hybrid's (skipped), the others hold */
-	    {1, 2, 2, 1, 8, LAYOUT_1F1B, LAYOUT_RECOMPUTE_NONE, 0, 0, 10},
-	    {2, 2, 4, 2, 4, LAYOUT_INTERLEAVED, LAYOUT_RECOMPUTE_NONE, 1, 0, 10},
-	};
 	size_t all = 0;
 	(void)state;
-	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
+	for (size_t i = 0; i < sizeof(map_cases) / sizeof(map_cases[0]); i++)
 		for (int quiet = 0; quiet < 2; quiet++) {
 			struct synth_in in;
 			size_t skipped, n, tails;
 			small(&in);
-			FIXTURE_SHAPE(&in, cases[i]);
-			in.cpu_op_s = cases[i].host_us * 1e-6;
+			FIXTURE_SHAPE(&in, map_cases[i]);
+			in.cpu_op_s = map_cases[i].host_us * 1e-6;
 			if (quiet)
 				in.hw = &hw_quiet;
 			n = maps_hold(&in, &skipped, &tails, NULL);
@@ -3023,6 +3025,158 @@ static void test_pair_map(void **state)
 	}
 }
 
+/* The settled time of exit p of a unit or tail whose tasks are nodes
+ * (synth.h synth_unit_map's exits). */
+static int64_t exit_settled(const struct graph *g, const struct sim *sm, const uint32_t *nodes,
+			    const struct synth_port *p)
+{
+	uint32_t v = nodes[p->task];
+	if (p->kind == SYNTH_PORT_END || p->kind == SYNTH_PORT_LAST)
+		return sm->end_ns[v];
+	if (p->kind == SYNTH_PORT_ARRIVE)
+		return sm->nd[v].ready_ns + g->lag_ns[v];
+	assert_int_equal(p->kind, SYNTH_PORT_START);
+	return sm->start_ns[v];
+}
+
+/* The evaluator (synth.h synth_unit_eval) on in's build, its answer; where
+ * it evaluates, every exit of every unit and tail equals the settled
+ * graph's to the nanosecond, and each stage's step end (its tail's host
+ * exit) the latest end of the stage's tasks of that step.  Where it
+ * declines, the reason holds of the build: a unit kept kernel by kernel,
+ * a unit or tail without a map, or the hybrid's contention. */
+static int evals_hold(const struct synth_in *in)
+{
+	struct synth_in b = *in;
+	struct synth_tpl *tpl = synth_tpl_new();
+	struct sim *sm = sim_new(NULL);
+	struct prism_err err;
+	struct graph *g = NULL;
+	struct synth_out so;
+	struct settle_out st;
+	struct synth_ueval ev;
+	int rc, want = 0;
+
+	prism_err_clear(&err);
+	b.units = 1;
+	b.unit_log = 1;
+	assert_non_null(tpl);
+	assert_non_null(sm);
+	if (synth_build_tpl(&b, tpl, &g, &so, &err) != 0 ||
+	    settle_synth_sim(sm, NULL, g, &so, &st, &err) != 0) {
+		print_error("%s\n", err.msg);
+		fail();
+	}
+	rc = synth_unit_eval(tpl, &so, g, &ev);
+	if (so.n_units_kept)
+		want = SYNTH_EVAL_UNCOVERED;
+	for (size_t i = 0; i < so.n_ulog && !want; i++) {
+		struct synth_unit_map mp;
+		int tail = i >= so.n_ulog - so.n_tails;
+		assert_int_equal(tail ? synth_tpl_tail_map(tpl, so.ulog[i].tpl, &mp)
+				      : synth_tpl_unit_map(tpl, so.ulog[i].tpl, &mp),
+				 0);
+		if (mp.n_in == 0)
+			want = SYNTH_EVAL_NOMAP;
+	}
+	if (!want && (so.slow_compute != 0 || so.slow_comm != 0) && sm->mp_hybrid)
+		want = SYNTH_EVAL_CONTENTION;
+	/* a pair that started, as settled, before its guard's bound after its
+	 * unit's host start */
+	for (size_t i = 0; i < so.n_ulog - so.n_tails && !want; i++) {
+		const uint32_t *nodes = so.ulog_nodes + so.ulog[i].node0;
+		struct synth_unit_map mp;
+		assert_int_equal(synth_tpl_unit_map(tpl, so.ulog[i].tpl, &mp), 0);
+		for (uint32_t k = 0; k < mp.n_guard && !want; k++)
+			if (sm->start_ns[nodes[mp.guard[k].task]] - sm->start_ns[nodes[0]] <
+			    mp.guard[k].bound)
+				want = SYNTH_EVAL_GUARD;
+	}
+	assert_int_equal(rc, want);
+	if (rc == 0) {
+		int64_t *last = calloc((size_t)ev.n_ranks * ev.n_steps, sizeof(*last));
+		assert_non_null(last);
+		assert_int_equal(ev.n_items, so.n_ulog);
+		assert_int_equal(ev.n_ranks, (uint32_t)in->lay.pp);
+		assert_int_equal(ev.n_steps, (uint32_t)in->steps);
+		for (size_t k = 0; k < (size_t)ev.n_ranks * ev.n_steps; k++)
+			last[k] = INT64_MIN;
+		for (size_t i = 0; i < so.n_ulog; i++) {
+			const struct synth_unit_rec *u = &so.ulog[i];
+			const uint32_t *nodes = so.ulog_nodes + u->node0;
+			struct synth_unit_map mp;
+			int tail = i >= so.n_ulog - so.n_tails;
+			assert_int_equal(tail ? synth_tpl_tail_map(tpl, u->tpl, &mp)
+					      : synth_tpl_unit_map(tpl, u->tpl, &mp),
+					 0);
+			assert_int_equal(ev.off[i + 1] - ev.off[i], mp.n_out);
+			for (uint32_t o = 0; o < mp.n_out; o++) {
+				int64_t settled = exit_settled(g, sm, nodes, &mp.out[o]);
+				if (ev.x[ev.off[i] + o] != settled)
+					print_error(
+					    "item %zu (template %u, stage %u, step %u%s) exit "
+					    "%u (kind %d task %u): evaluated %lld, settled "
+					    "%lld\n",
+					    i, u->tpl, u->rank, u->step, tail ? ", tail" : "", o,
+					    mp.out[o].kind, mp.out[o].task,
+					    (long long)ev.x[ev.off[i] + o], (long long)settled);
+				assert_int_equal(ev.x[ev.off[i] + o], settled);
+			}
+			for (uint32_t t = 0; t < u->n; t++) {
+				int64_t *l = &last[(size_t)u->rank * ev.n_steps + u->step];
+				if (sm->end_ns[nodes[t]] > *l)
+					*l = sm->end_ns[nodes[t]];
+			}
+		}
+		for (size_t k = 0; k < (size_t)ev.n_ranks * ev.n_steps; k++)
+			assert_int_equal(ev.end[k], last[k]);
+		/* the first step's unit span, one of the points' outputs */
+		assert_int_equal(ev.span_ns, st.unit_span_ns);
+		free(last);
+		synth_ueval_free(&ev);
+	}
+	sim_free(sm);
+	graph_free(g);
+	synth_out_release(&so);
+	synth_tpl_free(tpl);
+	return rc;
+}
+
+/* The unit map's evaluator (issue 38's unit map, step 5) on
+ * test_unit_map's layouts, contention on and off: every exit of every unit
+ * and tail evaluated from the maps alone equals the settled graph's where
+ * it evaluates (pairs' maps within their guards: every backward at tp > 1
+ * is a pair), and it declines, saying why, elsewhere: a pair that, as
+ * settled, started before its guard declines it (leaving the guards
+ * unchecked fails it).  Dropping the
+ * transfers' PEER sources or a tail's exits from the walk fails it. */
+static void test_unit_eval(void **state)
+{
+	int n[SYNTH_EVAL_GUARD + 1] = {0};
+	(void)state;
+	for (size_t i = 0; i < sizeof(map_cases) / sizeof(map_cases[0]); i++)
+		for (int quiet = 0; quiet < 2; quiet++) {
+			struct synth_in in;
+			int rc;
+			small(&in);
+			FIXTURE_SHAPE(&in, map_cases[i]);
+			in.cpu_op_s = map_cases[i].host_us * 1e-6;
+			if (quiet)
+				in.hw = &hw_quiet;
+			rc = evals_hold(&in);
+			print_message("case %zu%s: %d\n", i, quiet ? " (no contention)" : "", rc);
+			assert_true(rc >= 0 && rc <= SYNTH_EVAL_GUARD);
+			n[rc]++;
+		}
+	print_message("evaluated %d, no map %d, contention %d, guard %d\n", n[0],
+		      n[SYNTH_EVAL_NOMAP], n[SYNTH_EVAL_CONTENTION], n[SYNTH_EVAL_GUARD]);
+	/* 24 of the 28: every layout without contention (pairs' maps
+	 * included), and with it all but the three the hybrid settles and the
+	 * launch-bound one whose pairs start before their guards */
+	assert_int_equal(n[0], 24);
+	assert_int_equal(n[SYNTH_EVAL_GUARD], 1);
+}
+
 /* An argument: the tests whose names it matches (cmocka's filter). */
 int main(int argc, char **argv)
 {
@@ -3052,6 +3206,7 @@ int main(int argc, char **argv)
 	    cmocka_unit_test(test_scratch_reused),
 	    cmocka_unit_test(test_unit_map),
 	    cmocka_unit_test(test_pair_map),
+	    cmocka_unit_test(test_unit_eval),
 	};
 	if (argc > 1)
 		cmocka_set_test_filter(argv[1]);

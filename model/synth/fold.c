@@ -135,7 +135,8 @@ static void fold_replay(struct ctx *c, const struct ufold *t, const struct fbind
 		c->fo.marks.v[c->fo.marks.n++] = x;
 	}
 	if (c->in->unit_log) {
-		struct unit_rec x = {(uint32_t)(t - c->fo.folds.v), (uint32_t)r, k0, {0}};
+		struct unit_rec x = {
+		    (uint32_t)(t - c->fo.folds.v), (uint32_t)r, k0, (uint32_t)c->sc.step, {0}};
 		memcpy(x.last, c->rk[r].last, sizeof(x.last));
 		if (VEC_PUSH(c->fo.ulog, x))
 			c->oom = 1;

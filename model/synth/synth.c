@@ -239,8 +239,12 @@ static int take_ulog(const struct ctx *c, struct synth_out *out)
 		const struct tail_rec *y = i < nu ? NULL : &c->fo.tails.v[i - nu];
 		uint32_t nn = x ? c->fo.folds.v[x->t].n_nodes : y->n, k0 = x ? x->k0 : y->k0;
 		const uint32_t *last = x ? x->last : y->last;
-		out->ulog[i] = (struct synth_unit_rec){
-		    x ? x->t : (uint32_t)(i - nu), x ? x->r : y->r, (uint32_t)k, nn, {0}};
+		out->ulog[i] = (struct synth_unit_rec){x ? x->t : (uint32_t)(i - nu),
+						       x ? x->r : y->r,
+						       (uint32_t)k,
+						       nn,
+						       x ? x->step : y->step,
+						       {0}};
 		for (int st = 0; st < SYNTH_STREAMS; st++)
 			out->ulog[i].last[st] =
 			    st < S_N && last[st] != NONE32 ? newid[last[st]] : UINT32_MAX;

@@ -391,6 +391,7 @@ struct synth_out {
  * n (the template's tasks, in its order). */
 struct synth_unit_rec {
 	uint32_t tpl, rank, node0, n;
+	uint32_t step; /* the step it was built in (a tail: its step) */
 	/* The stage's streams' last tasks before it (UINT32_MAX: none):
 	 * what its LAST entries are the ends of. */
 	uint32_t last[SYNTH_STREAMS];
@@ -736,6 +737,57 @@ int synth_tpl_unit_map(const struct synth_tpl *tpl, uint32_t t, struct synth_uni
  * than a stream's last (an event wait left pending by the last unit).
  */
 int synth_tpl_tail_map(const struct synth_tpl *tpl, uint32_t i, struct synth_unit_map *map);
+
+/*
+ * The unit map's evaluator (issue 38's unit map, step 5;
+ * docs/PERFORMANCE.md "The evaluator"): every exit of every unit and tail
+ * of so's log (a build of tpl with in->unit_log) from the templates' and
+ * tails' maps alone, without the settled graph's times -- each stage's
+ * units and tails walked in its build order (step by step, the tail after
+ * its step's units), a processor's and a stream's last entry the latest
+ * earlier exit of its kind, a transfer's PEER entry the latest ARRIVE
+ * exit of the other members of its instance; resolved exit by exit (a
+ * worklist: an exit is known once every entry with a path to it is), as
+ * the transfers couple the stages cyclically unit by unit but never exit
+ * by exit.  g is the build's graph, read only for what the log does not
+ * say: its task count (every task must be in a unit or a tail), which
+ * collectives are one instance (the simulator's rule: process group,
+ * sequence, kind, one member a rank), and, contention on, whether a
+ * rank's contended tasks lie on two streams; no time of it is read.
+ * Exact to the nanosecond where it evaluates (test_hier's
+ * test_unit_eval holds it against the settled graph).  A unit whose
+ * template has a map of any form (a pair's, once made) is read as any.
+ *
+ * 0: evaluated, ev filled (synth_ueval_free); SYNTH_EVAL_* (> 0): not in
+ * its domain, ev empty; PRISM_ENOMEM.
+ */
+#define SYNTH_EVAL_NOLOG      1 /* no unit log (in->unit_log 0, or no units) */
+#define SYNTH_EVAL_UNCOVERED  2 /* a task in no unit or tail (a unit kept kernel by kernel) */
+#define SYNTH_EVAL_NOMAP      3 /* a unit or tail without a map (a pair, a tail with a wait) */
+#define SYNTH_EVAL_CONTENTION 4 /* contention on, a rank's contended tasks on two streams */
+#define SYNTH_EVAL_RENDEZVOUS 5 /* a collective with other members that no map joins */
+#define SYNTH_EVAL_CYCLE      6 /* exits left unresolved (never, where the maps are right) */
+#define SYNTH_EVAL_GUARD      7 /* under contention, a pair started before its guard */
+
+struct synth_ueval {
+	/* Log item i's exits (its map's out order): x[off[i] .. off[i + 1]). */
+	int64_t *x;
+	uint32_t *off;
+	size_t n_items;
+	/* Each stage's step ends (its tail's host exit: the closing
+	 * synchronize's end), end[rank * n_steps + step]. */
+	int64_t *end;
+	uint32_t n_ranks, n_steps;
+	/* The first step's unit span (settle_out.unit_span_ns: the first
+	 * unit's first compute task's start to the last unit's last compute
+	 * task's end, so->unit_first/unit_last's first n_units / steps); -1
+	 * where a unit's last compute task is not an exit of its map. */
+	int64_t span_ns;
+};
+
+int synth_unit_eval(const struct synth_tpl *tpl, const struct synth_out *so, const struct graph *g,
+		    struct synth_ueval *ev);
+void synth_ueval_free(struct synth_ueval *ev);
 
 /* The layout rules alone, the limits above and LLM_MAX_* first (so that
  * no rule divides by zero or overflows), and the graph's size: 0, or

@@ -365,7 +365,7 @@ struct sched_state {
 /* A unit repeated from template t on rank r, its first task k0 (as
  * built; synth_out.ulog in the graph's ids). */
 struct unit_rec {
-	uint32_t t, r, k0;
+	uint32_t t, r, k0, step;
 	uint32_t last[S_N]; /* the rank's streams' last tasks before it */
 };
 
