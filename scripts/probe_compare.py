@@ -15,7 +15,7 @@ synth` from the run's shape.
              memory, the bench's own states and fp32 logit gradient).
              Predicted reserve: prism's allocator reserve
              (memory_fragmentation_bytes, mem_alloc_reserved) of the same
-             shape as recorded (--optimizer-dtype bf16 --no-clip-grad, and
+             shape as recorded (AS_RECORDED, and
              --expandable-segments for the second setting); predicted
              reserved = predicted allocated + that reserve.
   host       host.csv: a small GPT step (forward, backward, fused AdamW)
@@ -49,7 +49,11 @@ from memory_check import bench_allocated  # noqa: E402
 # gpt_bench.py's hw_profile picks it.
 PROFILES = (("H200", "h200-dgx"), ("H100", "h100-dgx"), ("H800", "h800-hgx"),
             ("B200", "b200-dgx"), ("A100", "a100-80gb-dgx"))
-AS_RECORDED = ["--optimizer-dtype", "bf16", "--no-clip-grad"]
+# gpt_bench.py's model as recorded: pure bf16 fused AdamW, no clipping, plain
+# PyTorch modules (nn.Linear's bias gradients apart) and no dropout (as
+# validate_gpu.py's SYNTH_AS_RECORDED).
+AS_RECORDED = ["--optimizer-dtype", "bf16", "--no-clip-grad", "--framework", "torch",
+               "--no-dropout"]
 HOST_BOUND = 1.10  # eager over graph replay from which a step is host-bound
 MiB, GiB = 2**20, 2**30
 

@@ -78,10 +78,12 @@ def gpu_pairs(prism, data):
                 f.write(f'name = "bench";\nlayers = {r["layers"]};\nhidden = {r["hidden"]};\n'
                         f'heads = {r["heads"]};\nseq = {r["seq"]};\nvocab = {r["vocab"]};\n'
                         "tie_embeddings = false;\n")
-            # gpt_bench's optimizer: pure bf16 fused AdamW, no clipping
+            # gpt_bench's optimizer (pure bf16 fused AdamW, no clipping),
+            # its plain PyTorch modules and no dropout
             out = subprocess.run([prism, "synth", m, "--hw", "h100-dgx", "--json", "--mbs",
                                   str(r["mbs"]), "--microbatches", str(r["microbatches"]),
-                                  "--optimizer-dtype", "bf16", "--no-clip-grad"],
+                                  "--optimizer-dtype", "bf16", "--no-clip-grad",
+                                  "--framework", "torch", "--no-dropout"],
                                  check=True, capture_output=True, text=True).stdout
             pred[tag] = json.loads(out)["iteration_s"] * 1e3
     print("| model | measured m1 / m4 ms | predicted m1 / m4 ms | pair error | "

@@ -79,11 +79,15 @@ def files(data, tag):
 # no gradient clipping -- prism's optimizer_dtype bf16 and clip_grad 0
 # (docs/MODEL.md, "Optimizer precision"); and its untied output layer
 # (gpt_bench's head is its own matrix), which its descriptions leave out.
+# Its modules are plain PyTorch's (nn.Linear with biases, nn.LayerNorm,
+# F.scaled_dot_product_attention) and it has no dropout: synth's framework
+# torch and no_dropout (docs/MODEL.md, "The framework's modules").
 # The set's traces were described before those knobs existed, so a what-if
 # base is a copy of its trace with them added to its run description (a
 # temporary folder, once a run).
 AS_RECORDED = (("optimizer_dtype", "bf16"), ("clip_grad", "0"), ("untied", "1"))
-SYNTH_AS_RECORDED = ["--optimizer-dtype", "bf16", "--no-clip-grad"]
+SYNTH_AS_RECORDED = ["--optimizer-dtype", "bf16", "--no-clip-grad", "--framework", "torch",
+                     "--no-dropout"]
 _described = {}
 
 

@@ -5675,6 +5675,72 @@ static void test_embed_kernels(void **state)
 		}
 }
 
+/*
+ * The framework's modules (docs/MODEL.md "The framework's modules"): the
+ * small GPT (hidden 1024, FFN 4096, one sequence of 1024 tokens a
+ * microbatch, tp 1), rank 0's second step, layer 0.  By hand: under
+ * framework torch each of the layer's four linears has its bias gradient
+ * as a reduction of its own after its weight gradient, backward in the
+ * order FC2 (n 1024), FC1 (4096), projection (1024), QKV (3072), each
+ * reading m n bf16 values and writing n: 2 (1024 n + n) bytes, its op one
+ * tensor of a quarter of that (524,800, 2,099,200, 524,800, 1,574,400).
+ * Without dropout the two dropout backwards go (the layer's backward has
+ * 4 - 2 = 2 kernels more than Megatron-LM's with dropout) and the
+ * embedding's two dropout kernels too.  The host: a sum is an op and two
+ * launches (its kernel and its semaphores' memset), and the attention's
+ * cuDNN graph a memset more each way: forward + 5 us, backward
+ * 4 x (21.6 + 5 + 5) + 5 = 131.4 us; dropout's two backward kernels are
+ * 2 x 26.6 = 53.2 us.  The bias-dropout-add keeps its kernel at p 0, less
+ * its mask's byte a value written.
+ */
+static void test_framework_kernels(void **state)
+{
+	static const double sum_vals[] = {524800, 2099200, 524800, 1574400};
+	int n[3] = {0, 0, 0}, sums = 0, drop = 0;
+	double f[3], b[3];
+	(void)state;
+	for (int k = 0; k < 3; k++) {
+		struct synth_in in;
+		struct synth_out so;
+		struct settle_out st;
+		struct graph *g;
+		small(&in);
+		in.lay.microbatches = 1;
+		in.lay.framework = k == 2 ? LAYOUT_FW_TORCH : LAYOUT_FW_MEGATRON;
+		in.lay.no_dropout = k > 0;
+		synth_layer_host(&in, 0, &f[k], &b[k]);
+		g = build(&in, &so, &st);
+		for (uint32_t u = 0; u < g->n_nodes; u++) {
+			const char *name = strtab_get(&g->st, g->name[u]);
+			if (g->kind[u] != GN_KERNEL || !g->procs[g->proc[u]].gpu ||
+			    g->procs[g->proc[u]].rank != 0 || g->iter[u] != 1)
+				continue;
+			drop += k > 0 && strstr(name, "dropout_kernel") != NULL;
+			drop += k > 0 && strstr(name, "dropout_backward") != NULL;
+			if (g->layer[u] != 0)
+				continue;
+			n[k] += g->phase[u] == PH_BACKWARD;
+			if (strstr(name, "sum_functor") != NULL) {
+				char want[32];
+				snprintf(want, sizeof(want), "[[%.0f]]", sum_vals[sums % 4]);
+				assert_int_equal(k, 2);
+				assert_string_equal(strtab_get(&g->st, g->op_dims[u]), want);
+				sums++;
+			}
+		}
+		synth_out_release(&so);
+		graph_free(g);
+	}
+	assert_int_equal(sums, 4);
+	assert_int_equal(drop, 0);
+	assert_int_equal(n[1], n[0] - 2);
+	assert_int_equal(n[2], n[1] + 4);
+	assert_rel_close(b[0] - b[1], 2 * 26.6e-6, 1e-9);
+	assert_rel_close(f[1], f[0], 1e-12);
+	assert_rel_close(f[2] - f[1], 5e-6, 1e-9);
+	assert_rel_close(b[2] - b[1], 4 * 31.6e-6 + 5e-6, 1e-9);
+}
+
 /* The analytic estimate: a small layer's eager launches outlast its GPU
  * side, so the slot is the host's (n x (forward + backward) and the
  * embedding's and head's launches, one stage), and the step's end the
@@ -7135,6 +7201,7 @@ int main(void)
 	    cmocka_unit_test(test_exec_compiled),
 	    cmocka_unit_test(test_exec_rows),
 	    cmocka_unit_test(test_embed_kernels),
+	    cmocka_unit_test(test_framework_kernels),
 	    cmocka_unit_test(test_exec_analytic),
 	    cmocka_unit_test(test_exec_host_forms),
 	    cmocka_unit_test(test_exec_dp_host),

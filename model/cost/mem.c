@@ -93,12 +93,13 @@ double mem_act_per_layer(const struct llm *m, const struct layout *l)
 	double kv = (double)llm_kv_heads(m) / m->heads;
 	double par = mlp_saved(m, q) + (qa * (1 + 2 * kv) + pj) * (llm_attn_width(m) / h);
 	/* Korthikanti's 10 s b h each rank keeps whole (without sequence
-	 * parallelism): the two norms' bf16 inputs (4), the dropout masks (2),
-	 * QKV's and FC1's inputs (q each); and MLA's compressed q and kv: each
-	 * up projection's LayerNormLinear keeps its norm's input (2) and output
-	 * (q), (2 + q) (q_lora_rank + kv_lora_rank) bytes a token. */
-	double whole =
-	    6 + 2 * q + (llm_mla(m) ? (2 + q) * ((double)m->q_lora_rank + m->kv_lora_rank) / h : 0);
+	 * parallelism): the two norms' bf16 inputs (4), the dropout masks (2;
+	 * none without dropout, layout_dropout), QKV's and FC1's inputs (q
+	 * each); and MLA's compressed q and kv: each up projection's
+	 * LayerNormLinear keeps its norm's input (2) and output (q), (2 + q)
+	 * (q_lora_rank + kv_lora_rank) bytes a token. */
+	double whole = 4 + 2.0 * layout_dropout(l) + 2 * q +
+		       (llm_mla(m) ? (2 + q) * ((double)m->q_lora_rank + m->kv_lora_rank) / h : 0);
 
 	/* What selective recomputation's modules do not keep (docs/MODEL.md,
 	 * "Recompute modules"), w a tensor each rank keeps whole without
@@ -263,17 +264,18 @@ double mem_act_moe_layer(const struct llm *m, const struct layout *l)
 		x.recompute = LAYOUT_RECOMPUTE_NONE;
 	/* The dense FFN's share of Korthikanti's count (mem_act_per_layer's):
 	 * its input (q sbh), FC1's output and the activation's (mlp_saved: 8
-	 * + 4 q sbh for ffn 4h ungated), the dropout mask (sbh); without
-	 * sequence parallelism the input and the mask are whole on every
-	 * rank. */
-	mlp = l->sp || t <= 1 ? (1 + q + mlp_saved(m, q)) * sbh / t
-			      : (1 + q) * sbh + mlp_saved(m, q) * sbh / t;
-	/* The router's bf16 input and the mask (3 n h), its fp32 scores (4 n
+	 * + 4 q sbh for ffn 4h ungated), the dropout mask (sbh, where dropout
+	 * runs); without sequence parallelism the input and the mask are
+	 * whole on every rank. */
+	mlp = l->sp || t <= 1 ? (layout_dropout(l) + q + mlp_saved(m, q)) * sbh / t
+			      : (layout_dropout(l) + q) * sbh + mlp_saved(m, q) * sbh / t;
+	/* The router's bf16 input and the mask (3 n h; 2 without dropout), its fp32 scores (4 n
 	 * E), the routed tokens' inputs (q), FC1 outputs (bf16) and
 	 * activations (q) on this rank, the shared experts' input (bf16:
 	 * Megatron's SharedExpertMLP has its FC1 save the norm's output,
 	 * set_save_original_input), FC1 output and activation (q). */
-	moe = 3 * n * h + 4 * n * m->experts + 2 * M * (h * r + fin / et + fe / et * r) +
+	moe = (2 + layout_dropout(l)) * n * h + 4 * n * m->experts +
+	      2 * M * (h * r + fin / et + fe / et * r) +
 	      (sh > 0 ? 2 * n * h + 2 * s * b * sh * (fin + fe * r) / t : 0);
 	/* Recompute modules (docs/MODEL.md, "Recompute modules"): moe keeps
 	 * the layer's input and the mask alone (its checkpoint's input: the
@@ -282,7 +284,7 @@ double mem_act_moe_layer(const struct llm *m, const struct layout *l)
 	 * layernorm the pre-MLP norm's output (the router's input, and the
 	 * shared experts' where they keep it). */
 	if (layout_rc(l, LAYOUT_RC_MOE)) {
-		saved = moe - 3 * n * h;
+		saved = moe - (2 + layout_dropout(l)) * n * h;
 	} else {
 		if (layout_rc(l, LAYOUT_RC_MOE_ACT))
 			saved += 2 * M * fe / et * r;
@@ -919,7 +921,7 @@ void mem_stage(const struct llm *m, const struct layout *l, const struct hw_prof
 	/* The schedule, walked: what the stage holds after each forward (the
 	 * backwards after the last forward only free). */
 	{
-		double mask = first ? sl * b * h / sp : 0;
+		double mask = first && layout_dropout(l) ? sl * b * h / sp : 0;
 		double lg = last ? 4 * sl * b * V / t : 0, tail = last ? 4 * sl * b * h / sp : 0;
 		double held_lg = 0;
 		/* Activation offloading: a microbatch's offloaded layers leave

@@ -2120,6 +2120,11 @@ static const struct frame_row frame_rows[LK_N] = {
     [LK_exec] = {R(FX_SPECIAL, "--cuda-graph-impl", FX_SPECIAL, "model.cuda_graph_impl", FX_SPECIAL,
 		   "compile.enable"),
 		 .put = put_exec, .in = in_exec_opts, .value = value_exec},
+    /* Which modules build the layer is the framework itself; Megatron-LM's
+     * --hidden-dropout is not written (prism reads only 0 or its
+     * default). */
+    [LK_framework] = {R(FX_INT, NULL, FX_INT, NULL, FX_INT, NULL)},
+    [LK_no_dropout] = {R(FX_INT, NULL, FX_INT, NULL, FX_INT, NULL)},
     /* Megatron-LM's --cpu-offloading --cpu-offloading-num-layers N
      * (arguments.py; TransformerConfig cpu_offloading*), Bridge's
      * model.cpu_offloading*; torchtitan's job config has no activation

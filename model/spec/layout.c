@@ -747,6 +747,23 @@ int layout_exec_parse(const char *s)
 	return index_of(exec_names, LAYOUT_EXEC_COMPILED + 1, s);
 }
 
+int layout_dropout(const struct layout *l)
+{
+	return !l->no_dropout;
+}
+
+static const char *const framework_names[] = {"megatron", "torch"};
+
+const char *layout_framework_name(int f)
+{
+	return name_of(framework_names, LAYOUT_FW_TORCH + 1, f);
+}
+
+int layout_framework_parse(const char *s)
+{
+	return index_of(framework_names, LAYOUT_FW_TORCH + 1, s);
+}
+
 const char *layout_opt_dtype_name(int d)
 {
 	return name_of(opt_dtype_names, LAYOUT_OPT_BF16 + 1, d);

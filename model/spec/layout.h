@@ -115,6 +115,16 @@ enum layout_partition {
  * (Inductor's launcher and each compiled graph's guards). */
 enum layout_exec { LAYOUT_EXEC_EAGER, LAYOUT_EXEC_GRAPHS, LAYOUT_EXEC_COMPILED };
 
+/* Whose modules build a layer (framework; docs/MODEL.md "The framework's
+ * modules"): MEGATRON, Megatron-LM's layer with Transformer Engine's
+ * modules (each linear's bias gradient in its weight-gradient GEMM's
+ * epilogue, or in the fused bias-GeLU and bias-dropout-add); TORCH, plain
+ * PyTorch modules (nn.Linear, nn.LayerNorm, F.scaled_dot_product_attention:
+ * nanoGPT-style models, scripts/gpt_bench.py), whose nn.Linear's bias
+ * gradient is an aten::sum of its output's gradient over the tokens
+ * (AddmmBackward0), a kernel of its own with its semaphores' memset. */
+enum layout_framework { LAYOUT_FW_MEGATRON, LAYOUT_FW_TORCH };
+
 /* Which framework shards the data-parallel state (dp_impl), each as its
  * source runs it (docs/MODEL.md, "Sharded data parallelism per
  * implementation").  MEGATRON: Megatron-LM's DDP and distributed optimizer
@@ -250,7 +260,15 @@ struct layout {
 	 * the blocks need them, no segment rounding (mem_alloc_reserved);
 	 * 0: PyTorch's default (CUDAAllocatorConfig: off). */
 	int expandable_segments;
-	int exec; /* enum layout_exec: eager (Megatron-LM's default), graphs, compiled */
+	int exec;      /* enum layout_exec: eager (Megatron-LM's default), graphs, compiled */
+	int framework; /* enum layout_framework: megatron (the default), torch */
+	/* 1: no dropout on the residual branches and the embedding
+	 * (Megatron-LM's --hidden-dropout 0; plain PyTorch models built
+	 * without it): no dropout kernel runs (torch.nn.functional.dropout
+	 * returns its input at p 0: aten/src/ATen/native/Dropout.cpp) and no
+	 * mask is kept; 0: Megatron-LM's default, --hidden-dropout 0.1
+	 * (layout_dropout). */
+	int no_dropout;
 	/* Activation offloading (Megatron-LM's --cpu-offloading-num-layers,
 	 * Transformer Engine's get_cpu_offload_context): the first
 	 * offload_layers layers of the stage save their activations to host
@@ -439,6 +457,14 @@ int layout_fp8_recipe_parse(const char *s);
 /* "eager", "graphs", "compiled" ("?" beyond); back: -1. */
 const char *layout_exec_name(int e);
 int layout_exec_parse(const char *s);
+/* 1 when the residual branches' and the embedding's dropout runs (not
+ * no_dropout): its kernels, and a one-byte mask a value kept for the
+ * backward. */
+int layout_dropout(const struct layout *l);
+
+/* "megatron", "torch" ("?" beyond); back: -1. */
+const char *layout_framework_name(int f);
+int layout_framework_parse(const char *s);
 
 /* LoRA's target modules as Megatron-Bridge names them, comma-separated in
  * the bits' order ("linear_qkv,linear_proj"; 0 reads as all four; "?"
@@ -878,6 +904,17 @@ enum layout_show {
 		  "graph's guards a layer; fp8 current scaling as torchao's Float8Linear, "       \
 		  "Inductor's casts)",                                                                   \
 	  .flags = LK_SWEEP | LK_STORE | LK_JSON)                                                  \
+	X(framework, L, 1, v, .kind = LK_NAME, .lo = 0, .hi = LAYOUT_FW_TORCH,                    \
+	  .def = LAYOUT_FW_MEGATRON, .parse = layout_framework_parse,                              \
+	  .name = layout_framework_name, .opt = "framework", .arg = "F",                           \
+	  .help = "whose modules build a layer: megatron (Megatron-LM with Transformer Engine; "   \
+		  "the default) or torch (plain PyTorch modules, nn.Linear and nn.LayerNorm: each " \
+		  "linear's bias gradient a reduction kernel of its own and its memset)",          \
+	  .flags = LK_SWEEP | LK_STORE | LK_JSON, .key = "fw", .show = LK_SHOW_CHANGED)            \
+	X(no_dropout, L, 1, v, .kind = LK_BOOL, .lo = 0, .hi = 1, .def = 0, .opt = "no-dropout",   \
+	  .help = "no dropout on the residual branches and the embedding (Megatron-LM's "         \
+		  "--hidden-dropout 0; its default 0.1 runs them): no dropout kernel, no mask kept", \
+	  .flags = LK_SWEEP | LK_STORE | LK_JSON, .key = "nodrop", .show = LK_SHOW_CHANGED)        \
 	X(offload_layers, L, l->pp == 1 && l->recompute == LAYOUT_RECOMPUTE_NONE, v,              \
 	  .kind = LK_INT, .lo = 0, .hi = LLM_MAX_LAYERS, .def = 0, .opt = "offload-layers",        \
 	  .arg = "N",                                                                              \

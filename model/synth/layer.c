@@ -328,6 +328,26 @@ static double ew(double n, double in)
 	return n * 2 * (in + 1);
 }
 
+/* Megatron-LM's bias-dropout-add over nh values (bias_dropout_add_fused_train,
+ * megatron/core/fusions/fused_bias_dropout.py): the branch and the residual
+ * read, the sum written, and with dropout its one-byte mask; at p 0
+ * torch.nn.functional.dropout returns its input (aten/src/ATen/native/
+ * Dropout.cpp) and the kernel is the bias and residual add alone.  Plain
+ * PyTorch's residual add (x + branch) is the same pass. */
+static double bda_bytes(const struct ctx *c, double nh)
+{
+	return ew(nh, 2) + (layout_dropout(&c->in->lay) ? nh : 0);
+}
+
+/* A dropout's backward over nh values (the gradient and the mask read,
+ * the gradient written); none without dropout, where the gradient passes
+ * through. */
+static void dropout_bwd(struct ctx *c, int r, const char *name, double nh)
+{
+	if (layout_dropout(&c->in->lay))
+		sl_kernel(c, r, KC_ELEMENTWISE, name, ew(nh, 1) + nh);
+}
+
 /* The flash-attention op as PyTorch records it, [b, s, heads, d] per
  * tensor: forward the query, key and value, backward the output's
  * gradient first (cost_attn_shape reads them back).  key: 3, dtype,
@@ -555,9 +575,13 @@ static void flash(struct ctx *c, int r, const struct shape *z, int dt, int bwd)
 	 * from fp32 run as kernels of their own (flash_bwd_launch_template.h
 	 * compute_dot_do_o, convert_dQ; cuDNN's compute_dot_do_o and
 	 * convert_dq_to_16bits in our H100 traces), timed with it: the
-	 * attention rows time the whole backward. */
-	if (bwd)
-		more_launches(c, 2);
+	 * attention rows time the whole backward.  Plain PyTorch's
+	 * scaled_dot_product_attention runs cuDNN's graphs on Hopper, and
+	 * cudnn-frontend zeroes their workspace before each (graph execute's
+	 * run_auxiliary_kernels, a cudaMemsetAsync: one under
+	 * _cudnn_attention_forward and one under _cudnn_attention_backward a
+	 * layer in our H100 traces): a launch more each way. */
+	more_launches(c, (bwd ? 2 : 0) + (c->in->lay.framework == LAYOUT_FW_TORCH));
 	se_launch(c, r, S_COMPUTE, GN_KERNEL,
 		  bwd ? "flash_bwd_dq_dk_dv_loop_seqk_parallel_kernel" : "flash_fwd_kernel", t,
 		  NULL);
@@ -1589,7 +1613,7 @@ static void attn_block_fwd(struct ctx *c, int r, const struct shape *z)
 	else
 		tp_round(c, r, z, fwd_gather_attn(c, r, z));
 	lora_fwd(c, r, z, LAYOUT_LORA_PROJ, z->wo, z->h, 1);
-	sl_kernel(c, r, KC_ELEMENTWISE, "fused_bias_dropout_add_kernel", ew(nh, 2) + nh);
+	sl_kernel(c, r, KC_ELEMENTWISE, "fused_bias_dropout_add_kernel", bda_bytes(c, nh));
 }
 
 /* Layer norm, the MLP (dense: FC1, GeLU -- bias fused -- or SwiGLU, FC2,
@@ -1609,7 +1633,7 @@ static void mlp_block_fwd(struct ctx *c, int r, const struct shape *z)
 		ln_norm(c, r, nh, LAYOUT_LORA_FC1);
 		mlp_fwd(c, r, z);
 	}
-	sl_kernel(c, r, KC_ELEMENTWISE, "fused_bias_dropout_add_kernel", ew(nh, 2) + nh);
+	sl_kernel(c, r, KC_ELEMENTWISE, "fused_bias_dropout_add_kernel", bda_bytes(c, nh));
 }
 
 /*
@@ -1742,7 +1766,7 @@ static void mamba_fwd(struct ctx *c, int r, const struct shape *z)
 		tp_side_end(c, r);
 	else
 		tp_round(c, r, z, gather_bytes(c, LAYOUT_LORA_QKV));
-	sl_kernel(c, r, KC_ELEMENTWISE, "fused_bias_dropout_add_kernel", ew(nh, 2) + nh);
+	sl_kernel(c, r, KC_ELEMENTWISE, "fused_bias_dropout_add_kernel", bda_bytes(c, nh));
 }
 
 /* Its backward: the dropout's, out_proj's gradients (no bias), the gated
@@ -1760,7 +1784,7 @@ static void mamba_bwd(struct ctx *c, int r, const struct shape *z)
 	double bs = z->b * z->s, t = z->t, sp = c->in->lay.sp ? t : 1, nh = bs * z->h / sp;
 	double di = z->mdi / t;
 	int ov = tp_overlapped(c, z);
-	sl_kernel(c, r, KC_ELEMENTWISE, "masked_scale_kernel_dropout_backward", ew(nh, 1) + nh);
+	dropout_bwd(c, r, "masked_scale_kernel_dropout_backward", nh);
 	if (ov)
 		tp_side_begin(c, r, z, GC_REDUCE_SCATTER, GC_ALL_GATHER);
 	else
@@ -1864,6 +1888,30 @@ static void mlp_fwd(struct ctx *c, int r, const struct shape *z)
  * allreduce(dgrad, tp_group, async_op=True); a frozen weight's
  * LinearWithFrozenWeight all-reduces at once).  dt: the GEMMs' dtype
  * (linear_bwd_dt; the layout's but for the output layer's). */
+/*
+ * The bias gradient of C[m,n] as plain PyTorch computes it (framework
+ * torch): nn.Linear's addmm broadcasts the bias over the m tokens, and
+ * autograd sums the output's gradient back to its n values after
+ * AddmmBackward0's GEMMs (torch/csrc/autograd/engine.cpp validate_outputs,
+ * at::sum_to: an aten::sum, reduce_kernel<sum_functor>): the m x n bf16
+ * gradient read, the n sums written.  ATen splits so long a reduction over
+ * blocks (a global reduction, aten/src/ATen/native/cuda/Reduce.cuh
+ * should_global_reduce) and zeroes its semaphores first with a
+ * cudaMemsetAsync: a launch more in the op (each of the 128 sums a step of
+ * our H100 traces at 2,048 tokens has its memset).  Megatron-LM's layer has
+ * none apart: Transformer Engine's linear takes the bias gradient in its
+ * weight-gradient GEMM's epilogue (or Megatron's fused bias-GeLU and
+ * bias-dropout-add own it).
+ */
+static void bias_grad_sum(struct ctx *c, int r, double m, double n)
+{
+	if (c->in->lay.framework != LAYOUT_FW_TORCH)
+		return;
+	more_launches(c, 1);
+	sl_kernel(c, r, KC_REDUCTION, "reduce_kernel<sum_functor> (bias gradient)",
+		  2 * (m * n + n));
+}
+
 static void linear_bwd_dt(struct ctx *c, int r, const char *what, int dt, double m, double n,
 			  double k, int bias, const struct shape *z, double gb, double rsw)
 {
@@ -1901,6 +1949,8 @@ static void linear_bwd_dt(struct ctx *c, int r, const char *what, int dt, double
 	bgemm(c, r,
 	      c->dry ? what : kname(dw, "sm90_xmma_gemm_bf16bf16_bf16f32_f32_nt_n_", what, "_dw"),
 	      dt, 1, k, n, m);
+	if (bias)
+		bias_grad_sum(c, r, m, n);
 	acc_add(c, r, k * n);
 	c->wk = 0;
 	if (bias)
@@ -1949,7 +1999,7 @@ static void mlp_block_bwd(struct ctx *c, int r, const struct shape *z)
 	 * is the combine's, its norm's backward the attention's part; a
 	 * dense layer's MLP block is one part. */
 	c->part_now = moe ? SL_PART_CMB_COMP : SL_PART_MLP;
-	sl_kernel(c, r, KC_ELEMENTWISE, "masked_scale_kernel_dropout_backward", ew(nh, 1) + nh);
+	dropout_bwd(c, r, "masked_scale_kernel_dropout_backward", nh);
 	if (moe) {
 		/* layernorm: the pre-MLP norm (TENorm apart in MoE layers);
 		 * moe: the layer's forward from it.  Under the overlap the
@@ -1997,7 +2047,7 @@ static void attn_block_bwd(struct ctx *c, int r, const struct shape *z)
 {
 	double bs = z->b * z->s, t = z->t, sp = c->in->lay.sp ? t : 1, nh = bs * z->h / sp;
 	int ov = tp_overlapped(c, z);
-	sl_kernel(c, r, KC_ELEMENTWISE, "masked_scale_kernel_dropout_backward", ew(nh, 1) + nh);
+	dropout_bwd(c, r, "masked_scale_kernel_dropout_backward", nh);
 	lora_bwd(c, r, z, LAYOUT_LORA_PROJ, z->wo, z->h, 1);
 	if (ov)
 		tp_side_begin(c, r, z, GC_REDUCE_SCATTER, GC_ALL_GATHER);
@@ -2137,8 +2187,9 @@ static void embed_fwd_rest(struct ctx *c, int r, const struct shape *z)
 	if (sp > 1)
 		sl_kernel(c, r, KC_ELEMENTWISE,
 			  "elementwise_kernel<copy> (embedding scatter clone)", ew(nh / sp, 1));
-	sl_kernel(c, r, KC_ELEMENTWISE, "fused_dropout_kernel (embedding)",
-		  ew(nh / sp, 1) + nh / sp);
+	if (layout_dropout(&c->in->lay))
+		sl_kernel(c, r, KC_ELEMENTWISE, "fused_dropout_kernel (embedding)",
+			  ew(nh / sp, 1) + nh / sp);
 }
 
 /* The embedding's lookup forward and its gradient (stage 0). */
@@ -2180,8 +2231,7 @@ void sl_embed_bwd(struct ctx *c, int r, const struct shape *z)
 	 * the rank's tokens), the reduction's backward, then with learned
 	 * positions the position table's gradient (its rows the sequence's),
 	 * then the word table's (V / t rows): 4 kernels, 7 with positions. */
-	sl_kernel(c, r, KC_ELEMENTWISE, "masked_scale_kernel_dropout_backward (embedding)",
-		  ew(nh / sp, 1) + nh / sp);
+	dropout_bwd(c, r, "masked_scale_kernel_dropout_backward (embedding)", nh / sp);
 	embed_reduce_bwd(c, r, z);
 	if (!c->in->m.rope) {
 		embed_table_bwd(c, r, z, z->s);
