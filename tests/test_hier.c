@@ -60,6 +60,19 @@ static void same_prediction(const struct predict_out *hier, const struct predict
 	assert_rel_close(hier->mfu, full->mfu, 1e-12);
 }
 
+/* GPT-3 175B's shape (Brown et al. 2020, Table 2.1; configs/models/gpt3-175b.cfg's
+ * numbers, its positions left at the default): the tests' one copy. */
+static struct llm gpt3_175b(void)
+{
+	return (struct llm){.layers = 96,
+			    .hidden = 12288,
+			    .heads = 96,
+			    .ffn = 49152,
+			    .seq = 2048,
+			    .vocab = 51200,
+			    .name = "gpt3-175b"};
+}
+
 static void small(struct synth_in *in)
 {
 	fixture_small_in(in, &hw);
@@ -1118,13 +1131,7 @@ static void test_gpt3_175b(void **state)
 	struct run u;
 	(void)state;
 	synth_in_default(&in);
-	in.m = (struct llm){.layers = 96,
-			    .hidden = 12288,
-			    .heads = 96,
-			    .ffn = 49152,
-			    .seq = 2048,
-			    .vocab = 51200,
-			    .name = "gpt3-175b"};
+	in.m = gpt3_175b();
 	in.hw = &hw;
 	in.lay.tp = 8;
 	in.lay.pp = 8;
@@ -2228,13 +2235,7 @@ static void test_template_count(void **state)
 	struct run a, b;
 	(void)state;
 	synth_in_default(&in);
-	in.m = (struct llm){.layers = 96,
-			    .hidden = 12288,
-			    .heads = 96,
-			    .ffn = 49152,
-			    .seq = 2048,
-			    .vocab = 51200,
-			    .name = "gpt3-175b"};
+	in.m = gpt3_175b();
 	in.hw = &hw;
 	in.no_shapes = 1;
 	in.lay.tp = 8;
@@ -3002,13 +3003,7 @@ static void test_pair_map(void **state)
 		struct pair_count pc = {0};
 		size_t skipped, n, tails;
 		synth_in_default(&in);
-		in.m = (struct llm){.layers = 96,
-				    .hidden = 12288,
-				    .heads = 96,
-				    .ffn = 49152,
-				    .seq = 2048,
-				    .vocab = 51200,
-				    .name = "gpt3-175b"};
+		in.m = gpt3_175b();
 		in.hw = &hw;
 		in.lay.tp = 8;
 		in.lay.pp = k ? 16 : 8;
