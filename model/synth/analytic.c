@@ -455,6 +455,110 @@ static void layer_reduce(const struct analytic_in *in, double bytes, struct comm
 	}
 }
 
+/* A stage's data-parallel collectives and copies, each once (stage_dp
+ * combines them by ZeRO stage): the sharding group gg (G ranks), the
+ * replicas' gr (R), the gradients' reduce bytes a parameter rb, the
+ * implementation's traits dt; the times rs (reduce-scatters), ar
+ * (all-reduces), ag (the updated weights' gathers), agl (one layer's
+ * gather), in / rc / out (the implementation's copies: before a layer's
+ * gather, around its reduce-scatter, after the gather), ex (the routed
+ * experts' reduction). */
+struct dp_parts {
+	struct comm_group gg, gr;
+	double G, R, rb;
+	struct layout_dp_traits dt;
+	double rs, ar, ag, agl, in, rc, out, ex;
+};
+
+static void dp_parts(const struct analytic_in *in, const struct terms *T, const struct stage_est *e,
+		     double lp, struct dp_parts *d)
+{
+	double n = e->n, P = e->P, Pe = e->Pe, gwb, layer_w;
+	const struct hw_profile *hw = in->hw;
+	const struct layout *l = &in->lay;
+	int dpc = l->dp * layout_cp(l), shard = layout_shard_group(&T->lay);
+	double edp = layout_edp(&T->lay);
+	int epx = layout_ep(&T->lay) * layout_etp(&T->lay);
+	struct comm_group ge = {
+	    (int)edp, comm_per_domain((int)edp, hw_domain(hw) / epx > 0 ? hw_domain(hw) / epx : 1)};
+	struct comm_est ce;
+
+	memset(d, 0, sizeof(*d));
+	d->G = shard;
+	d->R = (double)dpc / shard;
+	d->gg = (struct comm_group){shard, comm_per_domain(shard, T->pn)};
+	d->gr = (struct comm_group){
+	    (int)d->R, comm_per_domain((int)d->R, T->pn / shard > 0 ? T->pn / shard : 1)};
+	/* A layer's weights as gathered: fp8 bytes under fp8_param_gather
+	 * (mem_param_gather_bytes, synth's gather), the embedding's and
+	 * head's in their bf16 buffer (T->wb). */
+	gwb = mem_param_gather_bytes(&T->lay);
+	layer_w = gwb * lp;
+	/* The implementation (layout_dp_traits): its reduce dtype, its copies
+	 * -- before a layer's gather (in) and around its reduce-scatter (rc)
+	 * on the DP stream, after the gather on the compute stream (out) --
+	 * and its prefetch. */
+	layout_dp_traits(l, lp, T->wb, T->gb, &d->dt);
+	d->rb = l->zero >= 1 ? d->dt.rs_bytes : T->gb;
+	if (l->zero >= 1 && shard > 1) {
+		double cin = d->dt.ag_in * lp / d->G,
+		       crs = d->dt.rs_in * lp + d->dt.rs_out * lp / d->G;
+		d->in = cin > 0 ? kperf_mem_s(hw, HW_MEM_ELEMENTWISE, cin) : 0;
+		d->rc = crs > 0 ? kperf_mem_s(hw, HW_MEM_ELEMENTWISE, crs) : 0;
+		d->out =
+		    d->dt.ag_out > 0 ? kperf_mem_s(hw, HW_MEM_ELEMENTWISE, d->dt.ag_out * lp) : 0;
+	}
+	if (Pe > 0 && edp > 1) {
+		comm_time(hw, l->zero == 0 ? GC_ALL_REDUCE : GC_REDUCE_SCATTER, T->gb * Pe, ge,
+			  in->comm_eff, COMM_AUTO, &ce);
+		d->ex = ce.time_s;
+		if (l->zero == 0)
+			d->ar += ce.time_s;
+		else
+			d->rs += ce.time_s;
+		if (l->zero >= 1) {
+			comm_time(hw, GC_ALL_GATHER, gwb * Pe, ge, in->comm_eff, COMM_AUTO, &ce);
+			d->ag += ce.time_s;
+		}
+	}
+	if (l->zero == 0) {
+		comm_time(hw, GC_ALL_REDUCE, T->gb * P,
+			  (struct comm_group){dpc, comm_per_domain(dpc, T->pn)}, in->comm_eff,
+			  COMM_AUTO, &ce);
+		d->ar += ce.time_s;
+		return;
+	}
+	comm_time(hw, GC_REDUCE_SCATTER, d->rb * P, d->gg, in->comm_eff, COMM_AUTO, &ce);
+	d->rs += ce.time_s;
+	/* The implementation's copies around the stage's reduction. */
+	if (shard > 1 && d->dt.rs_in > 0)
+		d->rs += kperf_mem_s(hw, HW_MEM_ELEMENTWISE, d->dt.rs_in * P);
+	if (shard > 1 && d->dt.rs_out > 0)
+		d->rs += kperf_mem_s(hw, HW_MEM_ELEMENTWISE, d->dt.rs_out * P / d->G);
+	if (d->R > 1) {
+		comm_time(hw, GC_ALL_REDUCE, d->rb * P / d->G, d->gr, in->comm_eff, COMM_AUTO, &ce);
+		d->ar += ce.time_s;
+	}
+	comm_time(hw, GC_ALL_GATHER, layer_w, d->gg, in->comm_eff, COMM_AUTO, &ce);
+	d->agl = ce.time_s;
+	/* The updated weights gathered a layer at a time, then the
+	 * embedding's and head's (synth's gather_updated; Megatron's
+	 * distributed optimizer gathers by bucket, each its own
+	 * collective). */
+	{
+		double pl = n > 0 ? fmin(lp, P / n) : 0, rest = P - n * pl;
+		if (pl > 0) {
+			comm_time(hw, GC_ALL_GATHER, gwb * pl, d->gg, in->comm_eff, COMM_AUTO, &ce);
+			d->ag += n * ce.time_s;
+		}
+		if (rest > 0) {
+			comm_time(hw, GC_ALL_GATHER, T->wb * rest, d->gg, in->comm_eff, COMM_AUTO,
+				  &ce);
+			d->ag += ce.time_s;
+		}
+	}
+}
+
 /* A stage's data-parallel collectives: *dpt their time, *exposed what
  * the step waits for, each[] the part of it every microbatch repeats,
  * each[0] in its forward and each[1] in its backward (FSDP's ZeRO-2
@@ -465,101 +569,31 @@ static void layer_reduce(const struct analytic_in *in, double bytes, struct comm
  * P its parameters outside the routed experts, Pe the experts').  Ranks are
  * strided by tp: the sharding group of consecutive ranks and its dp /
  * group replicas; the routed experts' share is reduced over the expert
- * data-parallel group (edp ranks, ep x etp apart). */
+ * data-parallel group (edp ranks, ep x etp apart); the collectives'
+ * times from dp_parts. */
 static void stage_dp(const struct analytic_in *in, const struct terms *T, int s,
 		     const struct stage_est *e, double *dpt, double *exposed, double each[2],
 		     double *red)
 {
 	double c = e->c, n = e->n, P = e->P, Pe = e->Pe;
-	const struct hw_profile *hw = in->hw;
 	const struct layout *l = &in->lay;
-	int dpc = l->dp * layout_cp(l), shard = layout_shard_group(&T->lay);
-	double G = shard, R = (double)dpc / shard, edp = layout_edp(&T->lay), mb = T->mb;
-	double t_rs = 0, t_ar = 0, t_ag = 0, t_agl = 0, hide, layer_w, gwb, rb, t_in = 0, t_rc = 0,
-	       t_out = 0, t_ex = 0;
+	int dpc = l->dp * layout_cp(l);
+	double edp = layout_edp(&T->lay), mb = T->mb, hide;
 	/* A layer's trained parameters (LoRA: its adapters'). */
 	double lp = layout_lora(l, 0) ? layout_lora_params(&in->m, l) : T->lp;
 	int fsdp2nd =
 	    l->zero == 2 && (l->dp_impl == LAYOUT_DP_FSDP || l->dp_impl == LAYOUT_DP_FSDP2);
-	struct layout_dp_traits dt;
-	int epx = layout_ep(&T->lay) * layout_etp(&T->lay);
-	struct comm_group gg = {shard, comm_per_domain(shard, T->pn)};
-	struct comm_group gr = {(int)R,
-				comm_per_domain((int)R, T->pn / shard > 0 ? T->pn / shard : 1)};
-	struct comm_group ge = {
-	    (int)edp, comm_per_domain((int)edp, hw_domain(hw) / epx > 0 ? hw_domain(hw) / epx : 1)};
-	struct comm_est ce;
+	struct dp_parts d;
+	double t_rs, t_ar, t_ag, t_agl, t_in, t_rc, t_out, t_ex, G, R, rb;
+	struct comm_group gg, gr;
 
 	*dpt = *exposed = each[0] = each[1] = *red = 0;
 	if (!(dpc > 1 || (Pe > 0 && edp > 1)))
 		return;
-	/* A layer's weights as gathered: fp8 bytes under fp8_param_gather
-	 * (mem_param_gather_bytes, synth's gather), the embedding's and
-	 * head's in their bf16 buffer (T->wb). */
-	gwb = mem_param_gather_bytes(&T->lay);
-	layer_w = gwb * lp;
-	/* The implementation (layout_dp_traits): its reduce dtype, its copies
-	 * -- before a layer's gather (t_in) and around its reduce-scatter (t_rc)
-	 * on the DP stream, after the gather on the compute stream (t_out) --
-	 * and its prefetch. */
-	layout_dp_traits(l, lp, T->wb, T->gb, &dt);
-	rb = l->zero >= 1 ? dt.rs_bytes : T->gb;
-	if (l->zero >= 1 && shard > 1) {
-		double cin = dt.ag_in * lp / G, crs = dt.rs_in * lp + dt.rs_out * lp / G;
-		t_in = cin > 0 ? kperf_mem_s(hw, HW_MEM_ELEMENTWISE, cin) : 0;
-		t_rc = crs > 0 ? kperf_mem_s(hw, HW_MEM_ELEMENTWISE, crs) : 0;
-		t_out = dt.ag_out > 0 ? kperf_mem_s(hw, HW_MEM_ELEMENTWISE, dt.ag_out * lp) : 0;
-	}
-	if (Pe > 0 && edp > 1) {
-		comm_time(hw, l->zero == 0 ? GC_ALL_REDUCE : GC_REDUCE_SCATTER, T->gb * Pe, ge,
-			  in->comm_eff, COMM_AUTO, &ce);
-		t_ex = ce.time_s;
-		if (l->zero == 0)
-			t_ar += ce.time_s;
-		else
-			t_rs += ce.time_s;
-		if (l->zero >= 1) {
-			comm_time(hw, GC_ALL_GATHER, gwb * Pe, ge, in->comm_eff, COMM_AUTO, &ce);
-			t_ag += ce.time_s;
-		}
-	}
-	if (l->zero == 0) {
-		comm_time(hw, GC_ALL_REDUCE, T->gb * P,
-			  (struct comm_group){dpc, comm_per_domain(dpc, T->pn)}, in->comm_eff,
-			  COMM_AUTO, &ce);
-		t_ar += ce.time_s;
-	} else {
-		comm_time(hw, GC_REDUCE_SCATTER, rb * P, gg, in->comm_eff, COMM_AUTO, &ce);
-		t_rs += ce.time_s;
-		/* The implementation's copies around the stage's reduction. */
-		if (shard > 1 && dt.rs_in > 0)
-			t_rs += kperf_mem_s(hw, HW_MEM_ELEMENTWISE, dt.rs_in * P);
-		if (shard > 1 && dt.rs_out > 0)
-			t_rs += kperf_mem_s(hw, HW_MEM_ELEMENTWISE, dt.rs_out * P / G);
-		if (R > 1) {
-			comm_time(hw, GC_ALL_REDUCE, rb * P / G, gr, in->comm_eff, COMM_AUTO, &ce);
-			t_ar += ce.time_s;
-		}
-		comm_time(hw, GC_ALL_GATHER, layer_w, gg, in->comm_eff, COMM_AUTO, &ce);
-		t_agl = ce.time_s;
-		/* The updated weights gathered a layer at a time, then the
-		 * embedding's and head's (synth's gather_updated; Megatron's
-		 * distributed optimizer gathers by bucket, each its own
-		 * collective). */
-		{
-			double pl = n > 0 ? fmin(lp, P / n) : 0, rest = P - n * pl;
-			if (pl > 0) {
-				comm_time(hw, GC_ALL_GATHER, gwb * pl, gg, in->comm_eff, COMM_AUTO,
-					  &ce);
-				t_ag += n * ce.time_s;
-			}
-			if (rest > 0) {
-				comm_time(hw, GC_ALL_GATHER, T->wb * rest, gg, in->comm_eff,
-					  COMM_AUTO, &ce);
-				t_ag += ce.time_s;
-			}
-		}
-	}
+	dp_parts(in, T, e, lp, &d);
+	t_rs = d.rs, t_ar = d.ar, t_ag = d.ag, t_agl = d.agl;
+	t_in = d.in, t_rc = d.rc, t_out = d.out, t_ex = d.ex;
+	G = d.G, R = d.R, rb = d.rb, gg = d.gg, gr = d.gr;
 	/* What hides: the last microbatch's backward (2/3 of its compute) when
 	 * gradients are reduced during it; the parameter all-gather after the
 	 * optimizer, or behind the next step's first forward. */
@@ -636,8 +670,8 @@ static void stage_dp(const struct analytic_in *in, const struct terms *T, int s,
 			each[1] = l->overlap_grad ? r + (n > 1 ? (n - 1) * fmax(0, r - lbw) : 0)
 						  : t_rs + (R > 1 ? t_ar : 0);
 			/* the copy-out within the next gather (zero3_copy_out) */
-			each[0] = dt.prefetch > 0 ? n * zero3_copy_out(g1 - lfw, t_out) + g1
-						  : n * (g1 + t_out);
+			each[0] = d.dt.prefetch > 0 ? n * zero3_copy_out(g1 - lfw, t_out) + g1
+						    : n * (g1 + t_out);
 		}
 		*exposed = mb * (each[0] + each[1]);
 		break;
@@ -657,7 +691,7 @@ static void stage_dp(const struct analytic_in *in, const struct terms *T, int s,
 		*dpt = mb * (2 * t_ag + t_rs) + t_ar;
 		/* FSDP2's copy-out runs on the compute stream after each
 		 * gather (zero3_copy_out). */
-		if (dt.prefetch > 0) {
+		if (d.dt.prefetch > 0) {
 			each[0] = n * zero3_copy_out(g1 - lfw, t_out) + g1;
 			each[1] = n * zero3_copy_out(g1 + t_rsl + t_arl - lbw, t_out) + g1;
 		} else {
