@@ -2689,6 +2689,45 @@ static uint32_t guards_hold(const struct sim *sm, const uint32_t *nodes,
 	return g;
 }
 
+/* A build of in with its units folded and logged (synth_in.unit_log),
+ * settled by a kept simulator: what test_unit_map's and test_unit_eval's
+ * checks read. */
+struct logged {
+	struct synth_tpl *tpl;
+	struct sim *sm;
+	struct graph *g;
+	struct synth_out so;
+	struct settle_out st;
+};
+
+static void logged_build(const struct synth_in *in, struct logged *r)
+{
+	struct synth_in b = *in;
+	struct prism_err err;
+
+	prism_err_clear(&err);
+	b.units = 1;
+	b.unit_log = 1;
+	r->tpl = synth_tpl_new();
+	r->sm = sim_new(NULL);
+	r->g = NULL;
+	assert_non_null(r->tpl);
+	assert_non_null(r->sm);
+	if (synth_build_tpl(&b, r->tpl, &r->g, &r->so, &err) != 0 ||
+	    settle_synth_sim(r->sm, NULL, r->g, &r->so, &r->st, &err) != 0) {
+		print_error("%s\n", err.msg);
+		fail();
+	}
+}
+
+static void logged_free(struct logged *r)
+{
+	sim_free(r->sm);
+	graph_free(r->g);
+	synth_out_release(&r->so);
+	synth_tpl_free(r->tpl);
+}
+
 /* Each unit of in repeated from a template (in->units) that ran alone: its
  * template's map applied to its entries' settled times equals its exits'
  * settled times to the nanosecond (synth.h synth_unit_map), every edge
@@ -2701,66 +2740,51 @@ static uint32_t guards_hold(const struct sim *sm, const uint32_t *nodes,
 static size_t maps_hold(const struct synth_in *in, size_t *skipped, size_t *tails,
 			struct pair_count *pc)
 {
-	struct synth_in b = *in;
-	struct synth_tpl *tpl = synth_tpl_new();
-	struct sim *sm = sim_new(NULL);
-	struct prism_err err;
-	struct graph *g = NULL;
-	struct synth_out so;
-	struct settle_out st;
+	struct logged r;
 	uint32_t *owner, *src;
 	size_t checked = 0;
 
-	prism_err_clear(&err);
-	b.units = 1;
-	b.unit_log = 1;
-	assert_non_null(tpl);
-	assert_non_null(sm);
-	if (synth_build_tpl(&b, tpl, &g, &so, &err) != 0 ||
-	    settle_synth_sim(sm, NULL, g, &so, &st, &err) != 0) {
-		print_error("%s\n", err.msg);
-		fail();
-	}
-	assert_true(so.n_ulog > so.n_tails);
-	assert_int_equal(so.n_ulog - so.n_tails, so.n_units_folded);
-	assert_int_equal(so.n_tails, (size_t)(in->lay.pp * in->steps));
-	owner = malloc(g->n_nodes * sizeof(*owner));
-	src = malloc(so.n_ulog * MAP_PROCS * sizeof(*src));
+	logged_build(in, &r);
+	assert_true(r.so.n_ulog > r.so.n_tails);
+	assert_int_equal(r.so.n_ulog - r.so.n_tails, r.so.n_units_folded);
+	assert_int_equal(r.so.n_tails, (size_t)(in->lay.pp * in->steps));
+	owner = malloc(r.g->n_nodes * sizeof(*owner));
+	src = malloc(r.so.n_ulog * MAP_PROCS * sizeof(*src));
 	assert_non_null(owner);
 	assert_non_null(src);
-	for (uint32_t v = 0; v < g->n_nodes; v++)
+	for (uint32_t v = 0; v < r.g->n_nodes; v++)
 		owner[v] = UINT32_MAX;
-	for (size_t i = 0; i < so.n_ulog * MAP_PROCS; i++)
+	for (size_t i = 0; i < r.so.n_ulog * MAP_PROCS; i++)
 		src[i] = UINT32_MAX;
-	for (size_t i = 0; i < so.n_ulog; i++)
-		for (uint32_t j = 0; j < so.ulog[i].n; j++) {
-			uint32_t v = so.ulog_nodes[so.ulog[i].node0 + j];
+	for (size_t i = 0; i < r.so.n_ulog; i++)
+		for (uint32_t j = 0; j < r.so.ulog[i].n; j++) {
+			uint32_t v = r.so.ulog_nodes[r.so.ulog[i].node0 + j];
 			assert_int_equal(owner[v], UINT32_MAX);
 			owner[v] = (uint32_t)i;
 		}
 	/* The edges into each unit from outside it: a stream's last task's
 	 * before it (the log's), or an order edge, by its source's processor
 	 * (one task each: the processor's last before the unit). */
-	for (uint32_t w = 0; w < g->n_nodes; w++)
-		for (uint32_t k = g->out_off[w]; k < g->out_off[w + 1]; k++) {
-			uint32_t v = g->out_dst[k], i = owner[v], host;
+	for (uint32_t w = 0; w < r.g->n_nodes; w++)
+		for (uint32_t k = r.g->out_off[w]; k < r.g->out_off[w + 1]; k++) {
+			uint32_t v = r.g->out_dst[k], i = owner[v], host;
 			int64_t off;
 			if (i == UINT32_MAX || owner[w] == i)
 				continue;
-			host = g->proc[so.ulog_nodes[so.ulog[i].node0]];
-			off = (int64_t)g->proc[w] - host;
+			host = r.g->proc[r.so.ulog_nodes[r.so.ulog[i].node0]];
+			off = (int64_t)r.g->proc[w] - host;
 			assert_true(off >= 0 && off < MAP_PROCS);
-			if (GE_KIND(g->out_kind[k]) != GE_ORDER) {
+			if (GE_KIND(r.g->out_kind[k]) != GE_ORDER) {
 				/* from a stream's last task before it (a LAST
 				 * entry, below), or the unit has no map */
 				int q = 0;
-				while (q < SYNTH_STREAMS && so.ulog[i].last[q] != w)
+				while (q < SYNTH_STREAMS && r.so.ulog[i].last[q] != w)
 					q++;
 				if (q < SYNTH_STREAMS)
 					continue;
 			}
 			/* (two: the unit can have no map, below) */
-			if (GE_KIND(g->out_kind[k]) != GE_ORDER ||
+			if (GE_KIND(r.g->out_kind[k]) != GE_ORDER ||
 			    (src[i * MAP_PROCS + off] != UINT32_MAX &&
 			     src[i * MAP_PROCS + off] != w))
 				src[i * MAP_PROCS + off] = UINT32_MAX - 1;
@@ -2768,27 +2792,27 @@ static size_t maps_hold(const struct synth_in *in, size_t *skipped, size_t *tail
 				src[i * MAP_PROCS + off] = w;
 		}
 	*skipped = *tails = 0;
-	for (size_t i = 0; i < so.n_ulog; i++) {
-		const struct synth_unit_rec *u = &so.ulog[i];
-		const uint32_t *nodes = so.ulog_nodes + u->node0;
+	for (size_t i = 0; i < r.so.n_ulog; i++) {
+		const struct synth_unit_rec *u = &r.so.ulog[i];
+		const uint32_t *nodes = r.so.ulog_nodes + u->node0;
 		struct synth_unit_map mp;
 		int64_t in_t[64];
-		int tail = i >= so.n_ulog - so.n_tails;
-		assert_int_equal(tail ? synth_tpl_tail_map(tpl, u->tpl, &mp)
-				      : synth_tpl_unit_map(tpl, u->tpl, &mp),
+		int tail = i >= r.so.n_ulog - r.so.n_tails;
+		assert_int_equal(tail ? synth_tpl_tail_map(r.tpl, u->tpl, &mp)
+				      : synth_tpl_unit_map(r.tpl, u->tpl, &mp),
 				 0);
 		assert_int_equal(mp.n_tasks, u->n);
 		/* (every tail of these layouts has one: no event wait left
 		 * pending by a stage's last unit) */
 		if (tail)
 			assert_true(mp.n_in > 0);
-		if (mp.n_in == 0 || !map_alone(sm, &so, &st, u)) {
+		if (mp.n_in == 0 || !map_alone(r.sm, &r.so, &r.st, u)) {
 			(*skipped)++;
 			continue;
 		}
-		if (so.slow_compute == 0 && so.slow_comm == 0)
+		if (r.so.slow_compute == 0 && r.so.slow_comm == 0)
 			assert_int_equal(mp.n_guard, 0);
-		assert_false(g->procs[g->proc[nodes[0]]].gpu);
+		assert_false(r.g->procs[r.g->proc[nodes[0]]].gpu);
 		*tails += tail;
 		assert_true(mp.n_in <= 64);
 		/* Every entry the graph has is one of the map's. */
@@ -2803,21 +2827,22 @@ static size_t maps_hold(const struct synth_in *in, size_t *skipped, size_t *tail
 			assert_true(j < mp.n_in);
 		}
 		for (uint32_t t = 0; t < u->n; t++) {
-			uint32_t c = g->coll[nodes[t]], j = 0;
-			if (c == UINT32_MAX || sm->inst_size[sm->inst_of[c]] < 2)
+			uint32_t c = r.g->coll[nodes[t]], j = 0;
+			if (c == UINT32_MAX || r.sm->inst_size[r.sm->inst_of[c]] < 2)
 				continue;
 			while (j < mp.n_in &&
 			       !(mp.in[j].kind == SYNTH_PORT_PEER && mp.in[j].task == t))
 				j++;
 			assert_true(j < mp.n_in);
 		}
-		map_entries(g, sm, &so, u, &mp, src + i * MAP_PROCS, in_t);
+		map_entries(r.g, r.sm, &r.so, u, &mp, src + i * MAP_PROCS, in_t);
 		{
 			/* Its pairs' guards, in order: each one's rows exact
 			 * while those before it held. */
-			uint32_t gi = guards_hold(sm, nodes, &mp, in_t), npair = 0;
-			for (size_t k = 0; k < so.n_marks; k++)
-				npair += so.marks[k].n_kern2 > 0 && owner[so.marks[k].node] == i;
+			uint32_t gi = guards_hold(r.sm, nodes, &mp, in_t), npair = 0;
+			for (size_t k = 0; k < r.so.n_marks; k++)
+				npair +=
+				    r.so.marks[k].n_kern2 > 0 && owner[r.so.marks[k].node] == i;
 			if (mp.n_guard)
 				assert_int_equal(mp.n_guard, npair);
 			if (gi < mp.n_guard) {
@@ -2839,18 +2864,19 @@ static size_t maps_hold(const struct synth_in *in, size_t *skipped, size_t *tail
 					got = in_t[j] + w;
 			}
 			if (p->kind == SYNTH_PORT_END) {
-				want = sm->end_ns[v];
+				want = r.sm->end_ns[v];
 				/* the unit's last task on its processor */
-				assert_int_equal((int64_t)g->proc[v] - g->proc[nodes[0]], p->proc);
-				assert_true(v + 1 >= g->n_nodes || owner[v + 1] != i ||
-					    g->proc[v + 1] != g->proc[v]);
+				assert_int_equal((int64_t)r.g->proc[v] - r.g->proc[nodes[0]],
+						 p->proc);
+				assert_true(v + 1 >= r.g->n_nodes || owner[v + 1] != i ||
+					    r.g->proc[v + 1] != r.g->proc[v]);
 			} else if (p->kind == SYNTH_PORT_LAST) {
-				want = sm->end_ns[v];
+				want = r.sm->end_ns[v];
 			} else if (p->kind == SYNTH_PORT_ARRIVE) {
-				want = sm->nd[v].ready_ns + g->lag_ns[v];
+				want = r.sm->nd[v].ready_ns + r.g->lag_ns[v];
 			} else {
 				assert_int_equal(p->kind, SYNTH_PORT_START);
-				want = sm->start_ns[v];
+				want = r.sm->start_ns[v];
 			}
 			if (got != want)
 				print_error(
@@ -2863,13 +2889,10 @@ static size_t maps_hold(const struct synth_in *in, size_t *skipped, size_t *tail
 		checked++;
 	}
 	if (pc)
-		pairs_exact(sm, &so, &st, tpl, owner, pc);
+		pairs_exact(r.sm, &r.so, &r.st, r.tpl, owner, pc);
 	free(owner);
 	free(src);
-	sim_free(sm);
-	graph_free(g);
-	synth_out_release(&so);
-	synth_tpl_free(tpl);
+	logged_free(&r);
 	return checked;
 }
 
@@ -3042,48 +3065,33 @@ static int64_t exit_settled(const struct graph *g, const struct sim *sm, const u
  * a unit or tail without a map, or the hybrid's contention. */
 static int evals_hold(const struct synth_in *in)
 {
-	struct synth_in b = *in;
-	struct synth_tpl *tpl = synth_tpl_new();
-	struct sim *sm = sim_new(NULL);
-	struct prism_err err;
-	struct graph *g = NULL;
-	struct synth_out so;
-	struct settle_out st;
+	struct logged r;
 	struct synth_ueval ev;
 	int rc, want = 0;
 
-	prism_err_clear(&err);
-	b.units = 1;
-	b.unit_log = 1;
-	assert_non_null(tpl);
-	assert_non_null(sm);
-	if (synth_build_tpl(&b, tpl, &g, &so, &err) != 0 ||
-	    settle_synth_sim(sm, NULL, g, &so, &st, &err) != 0) {
-		print_error("%s\n", err.msg);
-		fail();
-	}
-	rc = synth_unit_eval(tpl, &so, g, &ev);
-	if (so.n_units_kept)
+	logged_build(in, &r);
+	rc = synth_unit_eval(r.tpl, &r.so, r.g, &ev);
+	if (r.so.n_units_kept)
 		want = SYNTH_EVAL_UNCOVERED;
-	for (size_t i = 0; i < so.n_ulog && !want; i++) {
+	for (size_t i = 0; i < r.so.n_ulog && !want; i++) {
 		struct synth_unit_map mp;
-		int tail = i >= so.n_ulog - so.n_tails;
-		assert_int_equal(tail ? synth_tpl_tail_map(tpl, so.ulog[i].tpl, &mp)
-				      : synth_tpl_unit_map(tpl, so.ulog[i].tpl, &mp),
+		int tail = i >= r.so.n_ulog - r.so.n_tails;
+		assert_int_equal(tail ? synth_tpl_tail_map(r.tpl, r.so.ulog[i].tpl, &mp)
+				      : synth_tpl_unit_map(r.tpl, r.so.ulog[i].tpl, &mp),
 				 0);
 		if (mp.n_in == 0)
 			want = SYNTH_EVAL_NOMAP;
 	}
-	if (!want && (so.slow_compute != 0 || so.slow_comm != 0) && sm->mp_hybrid)
+	if (!want && (r.so.slow_compute != 0 || r.so.slow_comm != 0) && r.sm->mp_hybrid)
 		want = SYNTH_EVAL_CONTENTION;
 	/* a pair that started, as settled, before its guard's bound after its
 	 * unit's host start */
-	for (size_t i = 0; i < so.n_ulog - so.n_tails && !want; i++) {
-		const uint32_t *nodes = so.ulog_nodes + so.ulog[i].node0;
+	for (size_t i = 0; i < r.so.n_ulog - r.so.n_tails && !want; i++) {
+		const uint32_t *nodes = r.so.ulog_nodes + r.so.ulog[i].node0;
 		struct synth_unit_map mp;
-		assert_int_equal(synth_tpl_unit_map(tpl, so.ulog[i].tpl, &mp), 0);
+		assert_int_equal(synth_tpl_unit_map(r.tpl, r.so.ulog[i].tpl, &mp), 0);
 		for (uint32_t k = 0; k < mp.n_guard && !want; k++)
-			if (sm->start_ns[nodes[mp.guard[k].task]] - sm->start_ns[nodes[0]] <
+			if (r.sm->start_ns[nodes[mp.guard[k].task]] - r.sm->start_ns[nodes[0]] <
 			    mp.guard[k].bound)
 				want = SYNTH_EVAL_GUARD;
 	}
@@ -3091,22 +3099,22 @@ static int evals_hold(const struct synth_in *in)
 	if (rc == 0) {
 		int64_t *last = calloc((size_t)ev.n_ranks * ev.n_steps, sizeof(*last));
 		assert_non_null(last);
-		assert_int_equal(ev.n_items, so.n_ulog);
+		assert_int_equal(ev.n_items, r.so.n_ulog);
 		assert_int_equal(ev.n_ranks, (uint32_t)in->lay.pp);
 		assert_int_equal(ev.n_steps, (uint32_t)in->steps);
 		for (size_t k = 0; k < (size_t)ev.n_ranks * ev.n_steps; k++)
 			last[k] = INT64_MIN;
-		for (size_t i = 0; i < so.n_ulog; i++) {
-			const struct synth_unit_rec *u = &so.ulog[i];
-			const uint32_t *nodes = so.ulog_nodes + u->node0;
+		for (size_t i = 0; i < r.so.n_ulog; i++) {
+			const struct synth_unit_rec *u = &r.so.ulog[i];
+			const uint32_t *nodes = r.so.ulog_nodes + u->node0;
 			struct synth_unit_map mp;
-			int tail = i >= so.n_ulog - so.n_tails;
-			assert_int_equal(tail ? synth_tpl_tail_map(tpl, u->tpl, &mp)
-					      : synth_tpl_unit_map(tpl, u->tpl, &mp),
+			int tail = i >= r.so.n_ulog - r.so.n_tails;
+			assert_int_equal(tail ? synth_tpl_tail_map(r.tpl, u->tpl, &mp)
+					      : synth_tpl_unit_map(r.tpl, u->tpl, &mp),
 					 0);
 			assert_int_equal(ev.off[i + 1] - ev.off[i], mp.n_out);
 			for (uint32_t o = 0; o < mp.n_out; o++) {
-				int64_t settled = exit_settled(g, sm, nodes, &mp.out[o]);
+				int64_t settled = exit_settled(r.g, r.sm, nodes, &mp.out[o]);
 				if (ev.x[ev.off[i] + o] != settled)
 					print_error(
 					    "item %zu (template %u, stage %u, step %u%s) exit "
@@ -3119,21 +3127,18 @@ static int evals_hold(const struct synth_in *in)
 			}
 			for (uint32_t t = 0; t < u->n; t++) {
 				int64_t *l = &last[(size_t)u->rank * ev.n_steps + u->step];
-				if (sm->end_ns[nodes[t]] > *l)
-					*l = sm->end_ns[nodes[t]];
+				if (r.sm->end_ns[nodes[t]] > *l)
+					*l = r.sm->end_ns[nodes[t]];
 			}
 		}
 		for (size_t k = 0; k < (size_t)ev.n_ranks * ev.n_steps; k++)
 			assert_int_equal(ev.end[k], last[k]);
 		/* the first step's unit span, one of the points' outputs */
-		assert_int_equal(ev.span_ns, st.unit_span_ns);
+		assert_int_equal(ev.span_ns, r.st.unit_span_ns);
 		free(last);
 		synth_ueval_free(&ev);
 	}
-	sim_free(sm);
-	graph_free(g);
-	synth_out_release(&so);
-	synth_tpl_free(tpl);
+	logged_free(&r);
 	return rc;
 }
 
