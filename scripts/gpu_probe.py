@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Measure on one GPU what prism's cost models still guess (issue 39).
 
-Five sections, each written row by row to its own CSV under --out, so a run
+Sections, each written row by row to its own CSV under --out, so a run
 cut short keeps what it measured:
   sustained.csv  bf16 and fp8 GEMMs of training shapes run back to back for
                  tens of seconds: TFLOP/s per ~100 ms chunk, with the time it
@@ -26,6 +26,13 @@ cut short keeps what it measured:
                  back for 25 s a dtype, the copy sized so the GEMM fills 73 %
                  of the pair (prism's compute share of a GPU-bound step);
                  each kernel timed between its own events.
+  duty.csv       the same pair at GEMM shares 1 to 0.3, the filler a copy
+                 (memory-bound) or a spin (a waiting collective), bf16 and
+                 fp8, 8 s a case: the step clock against the compute share.
+  optim.csv      fused AdamW steps over gpt_bench.py's parameter lists (bf16
+                 and fp32 parameters), the step's kernels from the profiler
+                 in optim_kernels.csv, beside a copy's rate: the optimizer's
+                 multi-tensor-apply bandwidth.
   allocator.csv  max_memory_allocated vs max_memory_reserved after three
                  training steps of the GPU set's configurations, each setting
                  of PYTORCH_CUDA_ALLOC_CONF in a process of its own (default
@@ -60,7 +67,8 @@ import torch.nn.functional as F
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
-SECTIONS = ["sustained", "grouped", "attention", "host", "allocator", "mixed", "windows"]
+SECTIONS = ["sustained", "grouped", "attention", "host", "allocator", "mixed", "duty", "optim",
+            "windows"]
 
 
 class Ctx:
@@ -303,6 +311,62 @@ def sustained(ctx):
     return w.n
 
 
+def pair_chunks(ctx, gemm, fill, pairs, secs):
+    """A GEMM then a filler kernel, pairs of them a chunk, chunk after chunk
+    for secs; each kernel timed between its own events (the host's clock in
+    a dry run).  Yields (start, end, GEMM ms, filler ms) a chunk, summed
+    over its pairs."""
+    end = time.monotonic() + secs
+    while time.monotonic() < end:
+        t_start = time.monotonic()
+        if ctx.dry:
+            g = c = 0.0
+            for _ in range(pairs):
+                t = time.perf_counter()
+                gemm()
+                g += (time.perf_counter() - t) * 1e3
+                t = time.perf_counter()
+                fill()
+                c += (time.perf_counter() - t) * 1e3
+        else:
+            ev = [torch.cuda.Event(enable_timing=True) for _ in range(2 * pairs + 1)]
+            ev[0].record()
+            for j in range(pairs):
+                gemm()
+                ev[2 * j + 1].record()
+                fill()
+                ev[2 * j + 2].record()
+            ev[-1].synchronize()
+            g = sum(ev[2 * j].elapsed_time(ev[2 * j + 1]) for j in range(pairs))
+            c = sum(ev[2 * j + 1].elapsed_time(ev[2 * j + 2]) for j in range(pairs))
+        yield t_start, time.monotonic(), g, c
+
+
+def copy_filler(ctx, t_g, phi):
+    """A copy sized so that a GEMM of t_g ms fills phi of the pair (sized
+    at the burst clock); its function and bytes moved."""
+    pm = 256 if ctx.dry else 8192  # 2 x 128 MiB: past the L2
+    t_c = ctx.ms(gemm_fn(ctx, "copy", pm, pm, 0), n=20)
+    elems = max(1, int(pm * pm * t_g * (1 - phi) / phi / t_c))
+    src = torch.randn(elems, device=ctx.dev, dtype=torch.bfloat16)
+    dst = torch.empty_like(src)
+    return (lambda: dst.copy_(src)), 4 * elems
+
+
+def spin_filler(ctx, t_g, phi):
+    """A kernel that spins on its SMs for a clock-cycle count (as a
+    collective waiting on its peers does: resident, no math, little
+    power), sized so a GEMM of t_g ms fills phi of the pair; its function
+    and cycle count.  A dry run sleeps on the host instead."""
+    ms = t_g * (1 - phi) / phi
+    if ctx.dry:
+        return (lambda: time.sleep(ms / 1e3)), 0
+    cycles = int(ms * 1.98e6)  # at 1,980 MHz, then scaled by what it took
+    t = ctx.ms(lambda: torch.cuda._sleep(cycles), n=5)
+    cycles = max(1, int(cycles * ms / max(t, 1e-3)))
+    return (lambda: torch.cuda._sleep(cycles)), cycles
+
+
 def mixed(ctx):
     """A step's mix at kernel level: a GEMM then a copy, back to back, the
     copy sized so the GEMM fills PHI of the pair at the start; each kernel
@@ -325,49 +389,149 @@ def mixed(ctx):
         try:
             fn = gemm_fn(ctx, dt, n, n, n)
             t_g = ctx.ms(fn, n=5)
-            pm = 256 if ctx.dry else 8192  # 2 x 128 MiB: past the L2
-            t_c = ctx.ms(gemm_fn(ctx, "copy", pm, pm, 0), n=20)
-            elems = int(pm * pm * t_g * (1 - phi) / phi / t_c)
-            src = torch.randn(elems, device=ctx.dev, dtype=torch.bfloat16)
-            dst = torch.empty_like(src)
+            fill, nbytes = copy_filler(ctx, t_g, phi)
         except (RuntimeError, TypeError, AttributeError) as err:
             ctx.log(f"mixed {dt}: {err}")
             continue
         pairs = max(1, int(100.0 / (t_g / phi)))
         time.sleep(idle)
-        end, i = time.monotonic() + secs, 0
         flop = 2.0 * n * n * n
-        while time.monotonic() < end:
-            t_start = time.monotonic()
-            if ctx.dry:
-                g = c = 0.0
-                for _ in range(pairs):
-                    t = time.perf_counter()
-                    fn()
-                    g += (time.perf_counter() - t) * 1e3
-                    t = time.perf_counter()
-                    dst.copy_(src)
-                    c += (time.perf_counter() - t) * 1e3
-            else:
-                ev = [torch.cuda.Event(enable_timing=True) for _ in range(2 * pairs + 1)]
-                ev[0].record()
-                for j in range(pairs):
-                    fn()
-                    ev[2 * j + 1].record()
-                    dst.copy_(src)
-                    ev[2 * j + 2].record()
-                ev[-1].synchronize()
-                g = sum(ev[2 * j].elapsed_time(ev[2 * j + 1]) for j in range(pairs))
-                c = sum(ev[2 * j + 1].elapsed_time(ev[2 * j + 2]) for j in range(pairs))
-            w.row(test=f"{dt}-{n}^3+copy", dtype=dt, M=n, N=n, K=n, copy_bytes=4 * elems,
-                  phi_target=phi, chunk=i, start_mono_s=f"{t_start:.3f}",
-                  end_mono_s=f"{time.monotonic():.3f}", pairs=pairs,
-                  gemm_ms=f"{g / pairs:.4f}", copy_ms=f"{c / pairs:.4f}",
+        i = 0
+        for t0, t1, g, c in pair_chunks(ctx, fn, fill, pairs, secs):
+            w.row(test=f"{dt}-{n}^3+copy", dtype=dt, M=n, N=n, K=n, copy_bytes=nbytes,
+                  phi_target=phi, chunk=i, start_mono_s=f"{t0:.3f}", end_mono_s=f"{t1:.3f}",
+                  pairs=pairs, gemm_ms=f"{g / pairs:.4f}", copy_ms=f"{c / pairs:.4f}",
                   gemm_share=f"{g / (g + c):.4f}", gemm_tflops=f"{flop * pairs / g / 1e9:.1f}")
             i += 1
-        ctx.log(f"mixed {dt}: {i} chunks of {pairs} pairs, copy {4 * elems >> 20} MiB a pair")
-        del fn, src, dst
+        ctx.log(f"mixed {dt}: {i} chunks of {pairs} pairs, copy {nbytes >> 20} MiB a pair")
+        del fn, fill
         gc.collect()
+    return w.n
+
+
+def duty(ctx):
+    """The step clock against the compute share: mixed's pair at shares
+    from 1 down to 0.3, the filler a copy (memory-bound: HBM power) or a
+    spin (a waiting collective: little power), bf16 and fp8; 8 s a case
+    after 1.5 s idle, the settled rate read from the case's last 5 s."""
+    if ctx.dry:
+        n, secs, idle = 256, 0.2, 0.05
+    else:
+        n, secs, idle = 8192, 8.0, 1.5
+    cases = [("bf16", "copy", p) for p in (1.0, 0.85, 0.73, 0.6, 0.45, 0.3)]
+    cases += [("bf16", "spin", p) for p in (0.73, 0.5, 0.3)]
+    cases += [("fp8", "copy", p) for p in (1.0, 0.6, 0.4)]
+    cases += [("fp8", "spin", 0.5)]
+    w = Writer(os.path.join(ctx.out, "duty.csv"),
+               ["test", "dtype", "filler", "N", "fill_size", "phi_target", "chunk",
+                "start_mono_s", "end_mono_s", "pairs", "gemm_ms", "fill_ms", "gemm_share",
+                "gemm_tflops"])
+    fns = {}
+    for dt, kind, phi in cases:
+        if ctx.left() < secs + idle + 5:
+            ctx.log(f"duty {dt} {kind} {phi}: skipped, budget")
+            continue
+        try:
+            if dt not in fns:
+                fn = gemm_fn(ctx, dt, n, n, n)
+                fns[dt] = (fn, ctx.ms(fn, n=5))
+            fn, t_g = fns[dt]
+            if phi >= 1.0:
+                fill, size = (lambda: None), 0
+            elif kind == "copy":
+                fill, size = copy_filler(ctx, t_g, phi)
+            else:
+                fill, size = spin_filler(ctx, t_g, phi)
+        except (RuntimeError, TypeError, AttributeError) as err:
+            ctx.log(f"duty {dt} {kind} {phi}: {err}")
+            continue
+        pairs = max(1, int(100.0 / (t_g / phi)))
+        time.sleep(idle)
+        flop = 2.0 * n * n * n
+        test = f"{dt}-{n}^3+{kind}-{phi:.2f}"
+        i = 0
+        for t0, t1, g, c in pair_chunks(ctx, fn, fill, pairs, secs):
+            w.row(test=test, dtype=dt, filler=kind, N=n, fill_size=size, phi_target=phi,
+                  chunk=i, start_mono_s=f"{t0:.3f}", end_mono_s=f"{t1:.3f}", pairs=pairs,
+                  gemm_ms=f"{g / pairs:.4f}", fill_ms=f"{c / pairs:.4f}",
+                  gemm_share=f"{g / (g + c):.4f}", gemm_tflops=f"{flop * pairs / g / 1e9:.1f}")
+            i += 1
+        ctx.log(f"duty {test}: {i} chunks of {pairs} pairs, filler size {size}")
+        del fill
+        gc.collect()
+    return w.n
+
+
+def gpt_param_shapes(layers, h, vocab=32768, seq=1024):
+    """The parameter shapes of scripts/gpt_bench.py's model (its order)."""
+    shapes = [(vocab, h), (seq, h)]
+    for _ in range(layers):
+        shapes += [(h,), (h,), (3 * h, h), (3 * h,), (h, h), (h,)]
+        shapes += [(h,), (h,), (4 * h, h), (4 * h,), (h, 4 * h), (h,)]
+    return shapes + [(h,), (h,), (vocab, h)]
+
+
+def optim(ctx):
+    """The optimizer's multi-tensor-apply kernels: PyTorch's fused AdamW
+    (fused=True, as gpt_bench.py runs it) over gpt_bench's parameter lists
+    at three sizes, parameters in bf16 (14 bytes a parameter: parameter,
+    first and second moments read and written, gradient read) and in fp32
+    (28 bytes); each step between events, the median of 10, and the kernels
+    of one step from the profiler (name, microseconds).  Beside it a
+    2 x 1 GiB copy, the same HBM's rate in the same run."""
+    if ctx.dry:
+        sizes = [(2, 64)]
+    else:
+        sizes = [(2, 1024), (8, 2048), (8, 4096)]
+    w = Writer(os.path.join(ctx.out, "optim.csv"),
+               ["test", "dtype", "layers", "hidden", "params", "tensors", "bytes", "step_ms",
+                "kernels", "kernel_us_sum", "kernel_us_median"])
+    wk = Writer(os.path.join(ctx.out, "optim_kernels.csv"), ["test", "kernel", "us"])
+    pm = 256 if ctx.dry else 16384
+    t_c = ctx.ms(gemm_fn(ctx, "copy", pm, pm, 0), n=10)
+    w.row(test="copy", dtype="bf16", bytes=4 * pm * pm, step_ms=f"{t_c:.4f}")
+    for layers, h in sizes:
+        for dt, per in (("bf16", 14), ("fp32", 28)):
+            if ctx.left() < 20:
+                ctx.log(f"optim l{layers}-h{h} {dt}: skipped, budget")
+                continue
+            test = f"adamw-l{layers}-h{h}-{dt}"
+            try:
+                dtype = torch.bfloat16 if dt == "bf16" else torch.float32
+                ps = [torch.nn.Parameter(torch.randn(s, device=ctx.dev, dtype=dtype) * 0.01)
+                      for s in gpt_param_shapes(layers, h)]
+                for p in ps:
+                    p.grad = torch.randn_like(p) * 1e-3
+                opt = torch.optim.AdamW(ps, lr=1e-4, fused=not ctx.dry)
+                ms = ctx.ms(opt.step, n=1, reps=10)
+                names = []
+                if not ctx.dry:
+                    from torch.profiler import profile, ProfilerActivity
+                    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+                        opt.step()
+                        torch.cuda.synchronize()
+                    tmp = os.path.join(ctx.out, "optim.tmp.json")
+                    prof.export_chrome_trace(tmp)
+                    with open(tmp) as f:
+                        evs = json.load(f).get("traceEvents", [])
+                    os.remove(tmp)
+                    names = [(e.get("name", ""), float(e.get("dur", 0))) for e in evs
+                             if e.get("cat") == "kernel"]
+                for nm, us in names:
+                    wk.row(test=test, kernel=nm[:120], us=f"{us:.2f}")
+                n = sum(p.numel() for p in ps)
+                us = [u for _, u in names]
+                w.row(test=test, dtype=dt, layers=layers, hidden=h, params=n, tensors=len(ps),
+                      bytes=per * n, step_ms=f"{ms:.4f}", kernels=len(us),
+                      kernel_us_sum=f"{sum(us):.1f}",
+                      kernel_us_median=f"{statistics.median(us):.2f}" if us else "")
+                ctx.log(f"optim {test}: {ms:.3f} ms a step, {n} parameters, {len(us)} kernels")
+                del ps, opt
+            except Exception as err:  # noqa: BLE001 - the next size still runs
+                ctx.log(f"optim {test}: {type(err).__name__}: {err}")
+            gc.collect()
+            if not ctx.dry:
+                torch.cuda.empty_cache()
     return w.n
 
 
