@@ -7,7 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "cost.h"
+#include "dtype.h"
 #include "metrics.h"
 
 static void put_us(FILE *f, int64_t ns)
@@ -235,14 +235,17 @@ static void pieces(FILE *f, int *first, const struct graph *g, const struct cut 
 	fputs(args, f);
 }
 
-/* The collective metadata of GPU task u, as Kineto writes it. */
+/* The collective metadata of GPU task u, as Kineto writes it: its bytes
+ * as elements of its dtype, or as bytes ("Byte") where the dtype is
+ * unknown or its size does not divide them, so that a reader's elements
+ * x size (trace/build.c) is the graph's bytes again. */
 static void coll_args(FILE *f, const struct graph *g, uint32_t u)
 {
 	const struct graph_coll *c = &g->colls[g->coll[u]];
 	const char *dtype = strtab_get(&g->st, c->dtype);
-	int64_t es = dtype[0] ? cost_elem_bytes(dtype) : 0, n;
+	int64_t es = dtype[0] ? dtype_bytes(dtype, DTYPE_COLL) : 0, n;
 
-	if (es <= 0) {
+	if (es <= 0 || (c->bytes > 0 && c->bytes % es)) {
 		dtype = "Byte";
 		es = 1;
 	}

@@ -13,6 +13,7 @@
 #include "kbench.h"
 #include "cbench.h"
 #include "comm.h"
+#include "dtype.h"
 #include "hw.h"
 #include "llm.h"
 #include "mem.h"
@@ -619,6 +620,73 @@ static void test_profile_limits(void **state)
 			assert_true(hw_step_clock(&hw, HW_BF16) == hw_clock(&hw));
 			unlink(path);
 		}
+	}
+}
+
+/*
+ * The one table of dtype sizes (model/base/dtype.h), read two ways: an
+ * op's Input types (TypeMeta names; "Int", "Double", "Bool" there are
+ * scalar arguments, no tensor) and a collective's dtype (ScalarType names,
+ * where they are int32, float64 and bool tensors; other spellings too).
+ */
+static void test_dtype_bytes(void **state)
+{
+	static const struct {
+		const char *name;
+		int op, coll;
+	} c[] = {
+	    {"float", 4, 4},
+	    {"c10::BFloat16", 2, 2},
+	    {"c10::Half", 2, 2},
+	    {"double", 8, 8},
+	    {"long int", 8, 8},
+	    {"int", 4, 4},
+	    {"short int", 2, 2},
+	    {"signed char", 1, 1},
+	    {"unsigned char", 1, 1},
+	    {"bool", 1, 1},
+	    {"c10::Float8_e4m3fn", 1, 1},
+	    {"c10::Float8_e5m2", 1, 1},
+	    {"BFloat16", 2, 2},
+	    {"Half", 2, 2},
+	    {"Float", 0, 4},
+	    {"Double", 0, 8},
+	    {"Long", 0, 8},
+	    {"Int", 0, 4},
+	    {"Short", 0, 2},
+	    {"Char", 0, 1},
+	    {"Byte", 0, 1},
+	    {"Bool", 0, 1},
+	    {"Float8_e4m3fn", 0, 1},
+	    {"Float8_e5m2", 0, 1},
+	    {"long", 0, 8},
+	    {"long long", 0, 8},
+	    {"unsigned long", 0, 8},
+	    {"unsigned int", 0, 4},
+	    {"short", 0, 2},
+	    {"half", 0, 2},
+	    {"float16", 0, 2},
+	    {"bfloat16", 0, 2},
+	    {"float32", 0, 4},
+	    {"float64", 0, 8},
+	    {"int64", 0, 8},
+	    {"int32", 0, 4},
+	    {"int16", 0, 2},
+	    {"int8", 0, 1},
+	    {"uint8", 0, 1},
+	    {"Scalar", 0, 0},
+	    {"", 0, 0},
+	    {"float ", 0, 0},
+	};
+	(void)state;
+	for (size_t i = 0; i < sizeof(c) / sizeof(c[0]); i++) {
+		if (dtype_bytes(c[i].name, DTYPE_OP) != c[i].op ||
+		    dtype_bytes(c[i].name, DTYPE_COLL) != c[i].coll)
+			fail_msg("%s: op %d coll %d, want %d %d", c[i].name,
+				 dtype_bytes(c[i].name, DTYPE_OP),
+				 dtype_bytes(c[i].name, DTYPE_COLL), c[i].op, c[i].coll);
+		assert_int_equal(dtype_bytes(c[i].name, DTYPE_OP | DTYPE_COLL),
+				 c[i].coll ? c[i].coll : c[i].op);
 	}
 }
 
@@ -3493,6 +3561,7 @@ int main(void)
 	    cmocka_unit_test(test_profile_errors),
 	    cmocka_unit_test(test_profile_limits),
 	    cmocka_unit_test(test_host_links),
+	    cmocka_unit_test(test_dtype_bytes),
 	    cmocka_unit_test(test_gemm_flops),
 	    cmocka_unit_test(test_gemm_memo),
 	    cmocka_unit_test(test_ring_allreduce_8),

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "dtype.h"
 #include "hw.h"
 
 int cost_compute_bound(int cls)
@@ -208,33 +209,6 @@ int cost_classify_node(const struct graph *g, uint32_t u)
 	}
 }
 
-int cost_elem_bytes(const char *t)
-{
-	static const struct {
-		const char *name;
-		int bytes;
-	} sizes[] = {
-	    {"float", 4},
-	    {"c10::BFloat16", 2},
-	    {"c10::Half", 2},
-	    {"BFloat16", 2},
-	    {"Half", 2},
-	    {"double", 8},
-	    {"long int", 8},
-	    {"int", 4},
-	    {"bool", 1},
-	    {"unsigned char", 1},
-	    {"signed char", 1},
-	    {"short int", 2},
-	    {"c10::Float8_e4m3fn", 1},
-	    {"c10::Float8_e5m2", 1},
-	};
-	for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++)
-		if (strcmp(t, sizes[i].name) == 0)
-			return sizes[i].bytes;
-	return 0;
-}
-
 #define MAX_TENSORS 8
 #define MAX_DIMS    8
 
@@ -375,7 +349,7 @@ int cost_work(const struct graph *g, uint32_t u, double *flops, double *bytes)
 	    !parse_shapes(strtab_get(&g->st, g->op_dims[u]), &sh))
 		return 0;
 	first_type(strtab_get(&g->st, g->op_types[u]), t, sizeof(t));
-	es = cost_elem_bytes(t);
+	es = dtype_bytes(t, DTYPE_OP);
 	if (!es)
 		return 0;
 	for (int i = 0; i < sh.n; i++)
@@ -402,7 +376,7 @@ int cost_op_input(const struct graph *g, uint32_t u, double *elems, int *elem_by
 		return 0;
 	first_type(strtab_get(&g->st, g->op_types[u]), t, sizeof(t));
 	*elems = numel(&sh, 0);
-	*elem_bytes = cost_elem_bytes(t);
+	*elem_bytes = dtype_bytes(t, DTYPE_OP);
 	return *elems > 0 && *elem_bytes > 0;
 }
 

@@ -67,10 +67,6 @@ int cost_mem_kind(int cls);
  * any other class the kind's line (HW_MEM_IMPL_ANY). */
 int cost_mem_impl(int cls);
 
-/* Element size in bytes of a PyTorch type name ("float", "c10::BFloat16",
- * "long int", ...), or 0 if unknown. */
-int cost_elem_bytes(const char *type);
-
 /*
  * The work of GPU node u from its launching op's shapes: FLOPs of GEMMs
  * (aten::mm, addmm, bmm, baddbmm, matmul, linear: 2 x batch x M x N x K)

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "comm.h"
+#include "dtype.h"
 #include "infer.h"
 #include "kperf.h"
 #include "llm.h"
@@ -789,7 +790,7 @@ double edit_activation_bytes(const struct graph *g)
 				k++;
 			}
 			ty[k] = '\0';
-			sz = cost_elem_bytes(ty);
+			sz = dtype_bytes(ty, DTYPE_OP);
 		}
 		return el * (sz > 0 ? sz : 2);
 	}

@@ -24,6 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "dtype.h"
 #include "imap.h"
 #include "vec.h"
 
@@ -412,28 +413,6 @@ static int kernel_coll_kind(const char *s)
 {
 	int k = custom_comm_kind(s);
 	return k >= 0 ? k : coll_kind_of(strncmp(s, "nccl", 4) == 0 ? s + 4 : s);
-}
-
-static int64_t dtype_size(const char *s)
-{
-	static const struct {
-		const char *name;
-		int size;
-	} t[] = {
-	    {"float", 4},	  {"Float", 4},		{"float32", 4},	      {"int", 4},
-	    {"Int", 4},		  {"int32", 4},		{"unsigned int", 4},  {"Half", 2},
-	    {"half", 2},	  {"c10::Half", 2},	{"float16", 2},	      {"BFloat16", 2},
-	    {"bfloat16", 2},	  {"c10::BFloat16", 2}, {"short", 2},	      {"Short", 2},
-	    {"int16", 2},	  {"double", 8},	{"Double", 8},	      {"float64", 8},
-	    {"long int", 8},	  {"long", 8},		{"Long", 8},	      {"int64", 8},
-	    {"long long", 8},	  {"unsigned long", 8}, {"Byte", 1},	      {"Char", 1},
-	    {"unsigned char", 1}, {"signed char", 1},	{"bool", 1},	      {"Bool", 1},
-	    {"uint8", 1},	  {"int8", 1},		{"Float8_e4m3fn", 1}, {"Float8_e5m2", 1},
-	};
-	for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++)
-		if (strcmp(s, t[i].name) == 0)
-			return t[i].size;
-	return -1;
 }
 
 /* Streams: GPU tasks, launch edges, collectives. */
@@ -1188,7 +1167,8 @@ static int collectives(struct builder *b, struct rank_ctx *rc)
 		m = b->hint.v[u] != NONE32 ? &tr->comms.v[b->hint.v[u]] : NULL;
 		if (m) {
 			int mk = m->coll ? coll_kind_of(strtab_get(&b->w.st, m->coll)) : GC_UNKNOWN;
-			int64_t es = m->dtype ? dtype_size(strtab_get(&b->w.st, m->dtype)) : -1;
+			int64_t es =
+			    m->dtype ? dtype_bytes(strtab_get(&b->w.st, m->dtype), DTYPE_COLL) : 0;
 			int64_t ne = m->in_nelems >= 0 ? m->in_nelems : m->dims_nelems;
 			if (mk != GC_UNKNOWN)
 				kind = mk;
