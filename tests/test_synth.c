@@ -11,16 +11,21 @@
 #include <unistd.h>
 
 #include "analytic.h"
+#include "build.h"
 #include "comm.h"
+#include "dtype.h"
 #include "cost.h"
 #include "edit.h"
 #include "graph.h"
 #include "hw.h"
+#include "kineto.h"
 #include "llm.h"
 #include "mem.h"
 #include "predict.h"
 #include "settle.h"
+#include "sim.h"
 #include "synth.h"
+#include "timeline.h"
 #include "fixtures.h"
 #include "testutil.h"
 
@@ -5186,6 +5191,214 @@ static int colls_of(const struct graph *g, int kind, int64_t bytes, const char *
 	return n;
 }
 
+/* Rank 0's collectives of kind and dtype: their bytes summed (their count
+ * into *n). */
+static double coll_bytes(const struct graph *g, int kind, const char *dtype, int *n)
+{
+	double b = 0;
+	*n = 0;
+	for (uint32_t i = 0; i < g->n_colls; i++) {
+		const struct graph_coll *x = &g->colls[i];
+		if (x->kind == kind && g->procs[g->proc[x->node]].rank == 0 &&
+		    strcmp(strtab_get(&g->st, x->dtype), dtype) == 0) {
+			b += (double)x->bytes;
+			(*n)++;
+		}
+	}
+	return b;
+}
+
+/* A collective as a timeline carries it. */
+struct coll_key {
+	int kind;
+	int64_t bytes;
+	char dtype[16];
+};
+
+static int coll_key_cmp(const void *a, const void *b)
+{
+	const struct coll_key *x = a, *y = b;
+	if (x->kind != y->kind)
+		return x->kind - y->kind;
+	if (x->bytes != y->bytes)
+		return x->bytes < y->bytes ? -1 : 1;
+	return strcmp(x->dtype, y->dtype);
+}
+
+/* Rank 0's collectives of g (every one of a graph of one rank), sorted;
+ * their count. */
+static size_t coll_keys(const struct graph *g, struct coll_key **out)
+{
+	size_t n = 0;
+	*out = calloc(g->n_colls + 1, sizeof(**out));
+	assert_non_null(*out);
+	for (uint32_t i = 0; i < g->n_colls; i++) {
+		const struct graph_coll *x = &g->colls[i];
+		if (g->procs[g->proc[x->node]].rank != 0)
+			continue;
+		(*out)[n].kind = x->kind;
+		(*out)[n].bytes = x->bytes;
+		snprintf((*out)[n].dtype, sizeof((*out)[n].dtype), "%s",
+			 strtab_get(&g->st, x->dtype));
+		/* bytes its dtype's elements do not divide: written as bytes */
+		if (x->bytes % dtype_bytes((*out)[n].dtype, DTYPE_COLL))
+			snprintf((*out)[n].dtype, sizeof((*out)[n].dtype), "Byte");
+		n++;
+	}
+	qsort(*out, n, sizeof(**out), coll_key_cmp);
+	return n;
+}
+
+/* The whole of file path, NUL-ended (the caller frees it). */
+static char *file_text(const char *path)
+{
+	FILE *f = fopen(path, "r");
+	char *buf;
+	long len;
+	assert_non_null(f);
+	fseek(f, 0, SEEK_END);
+	len = ftell(f);
+	rewind(f);
+	buf = malloc((size_t)len + 1);
+	assert_non_null(buf);
+	assert_int_equal(fread(buf, 1, (size_t)len, f), (size_t)len);
+	buf[len] = '\0';
+	fclose(f);
+	return buf;
+}
+
+/* g simulated, rank 0's timeline written to path and read back: rank 0's
+ * collectives come back with their kind, bytes and dtype. */
+static void timeline_round_trip(const struct graph *g, const char *path)
+{
+	struct timeline_opts to = {0, NULL, 0};
+	struct sim_opts o;
+	struct sim *s = sim_new(g);
+	struct kineto_trace tr;
+	struct strtab st;
+	struct build_opts bo;
+	struct prism_err err;
+	struct graph *back = NULL;
+	struct coll_key *a, *b;
+	size_t na, nb;
+	prism_err_clear(&err);
+	sim_opts_default(&o);
+	assert_non_null(s);
+	assert_int_equal(sim_run(s, &o, &err), 0);
+	assert_int_equal(timeline_write(s, path, &to, &err), 0);
+	sim_free(s);
+	assert_int_equal(strtab_init(&st), 0);
+	assert_int_equal(kineto_read(path, &st, &tr, &err), 0);
+	build_opts_default(&bo);
+	assert_int_equal(build_graph(&tr, 1, &st, &bo, &back, &err), 0);
+	kineto_release(&tr);
+	strtab_release(&st);
+	na = coll_keys(g, &a);
+	nb = coll_keys(back, &b);
+	assert_true(na > 0);
+	assert_int_equal(na, nb);
+	for (size_t i = 0; i < na; i++) {
+		assert_int_equal(a[i].kind, b[i].kind);
+		assert_int_equal(a[i].bytes, b[i].bytes);
+		assert_string_equal(a[i].dtype, b[i].dtype);
+	}
+	free(a);
+	free(b);
+	graph_free(back);
+}
+
+/*
+ * Each collective labelled with the dtype it moves (emit.c se_dtype), so
+ * that a timeline's elements (bytes / the label's size, sim/timeline.c)
+ * are the data's; the small GPT by hand (P_l = 12,596,224 a layer, P =
+ * 134,588,416; 1,024 tokens a microbatch), dp 2:
+ *  - bf16, ZeRO-0: the gradients all-reduced in fp32 (Megatron-LM's
+ *    accumulate_allreduce_grads_in_fp32 for bf16), 4 P = 538,353,664
+ *    bytes a step, "Float" (were "BFloat16": twice the elements).
+ *  - fp32, ZeRO-1: a layer's updated weights gathered in fp32, 4 P_l =
+ *    50,384,896 bytes "Float" (12,596,224 elements), the gradients
+ *    reduce-scattered 4 P "Float".
+ *  - fp16, ZeRO-1: 2 P_l = 25,192,448 bytes "Half", the gradients 2 P
+ *    "Half" (fp16 main gradients).
+ *  - tp 2: the activations' all-reduces "BFloat16", the cross-entropy's
+ *    three all-reduces a microbatch of 1,024 fp32 values each, "Float".
+ *  - fp8 blockwise with fp8 primary weights: the amaxes' all-reduce
+ *    (below).
+ * Each timeline read back gives every collective's bytes again; the fp32
+ * run's writes the layer gather as 12,596,224 "Float" elements.
+ */
+static void test_coll_dtypes(void **state)
+{
+	struct synth_in in;
+	struct synth_out so;
+	struct settle_out st;
+	struct graph *g;
+	char path[] = "/tmp/prism-dtypes-XXXXXX", *buf;
+	int steps, n, fd;
+	(void)state;
+	small(&in);
+	in.lay.dp = 2;
+	steps = in.steps > 0 ? in.steps : 1;
+	g = build(&in, &so, &st);
+	assert_true(coll_bytes(g, GC_ALL_REDUCE, "Float", &n) == 538353664.0 * steps);
+	assert_true(coll_bytes(g, GC_ALL_REDUCE, "BFloat16", &n) == 0 && n == 0);
+	synth_out_release(&so);
+	graph_free(g);
+
+	in.lay.zero = 1;
+	in.lay.dtype = HW_FP32;
+	g = build(&in, &so, &st);
+	assert_int_equal(colls_of(g, GC_ALL_GATHER, 50384896, "Float"), 8 * steps);
+	assert_true(coll_bytes(g, GC_REDUCE_SCATTER, "Float", &n) == 538353664.0 * steps);
+	assert_true(coll_bytes(g, GC_ALL_GATHER, "BFloat16", &n) == 0 && n == 0);
+	fd = mkstemp(path);
+	assert_true(fd >= 0);
+	close(fd);
+	timeline_round_trip(g, path);
+	buf = file_text(path);
+	assert_non_null(strstr(buf,
+			       "\"Collective name\":\"all_gather\",\"In msg nelems\":12596224,"
+			       "\"Out msg nelems\":12596224,\"Group size\":2,\"dtype\":\"Float\""));
+	free(buf);
+	synth_out_release(&so);
+	graph_free(g);
+
+	in.lay.dtype = HW_FP16;
+	g = build(&in, &so, &st);
+	assert_int_equal(colls_of(g, GC_ALL_GATHER, 25192448, "Half"), 8 * steps);
+	assert_true(coll_bytes(g, GC_REDUCE_SCATTER, "Half", &n) == 269176832.0 * steps);
+	assert_true(coll_bytes(g, GC_ALL_GATHER, "BFloat16", &n) == 0 && n == 0);
+	synth_out_release(&so);
+	graph_free(g);
+
+	/* Blockwise fp8 primary weights: the amaxes' all-reduce, 4 bytes a
+	 * 128 x 128 block of the 8 layers' 100,769,792 parameters, 24,602
+	 * bytes, which a float does not divide (6,150.5: prism's blocks are
+	 * fractional); the timeline writes them as bytes. */
+	in.lay.dtype = HW_FP8;
+	in.lay.fp8_recipe = LAYOUT_FP8_BLOCKWISE;
+	in.lay.fp8_param_gather = 1;
+	g = build(&in, &so, &st);
+	assert_int_equal(colls_of(g, GC_ALL_REDUCE, 24602, "Float"), steps);
+	timeline_round_trip(g, path);
+	buf = file_text(path);
+	assert_non_null(strstr(buf, "\"In msg nelems\":24602,\"Out msg nelems\":24602,"
+				    "\"Group size\":2,\"dtype\":\"Byte\""));
+	free(buf);
+	unlink(path);
+	synth_out_release(&so);
+	graph_free(g);
+
+	small(&in);
+	in.lay.tp = 2;
+	g = build(&in, &so, &st);
+	assert_int_equal(colls_of(g, GC_ALL_REDUCE, 4096, "Float"),
+			 3 * in.lay.microbatches * steps);
+	assert_true(coll_bytes(g, GC_ALL_REDUCE, "BFloat16", &n) > 0 && n > 0);
+	synth_out_release(&so);
+	graph_free(g);
+}
+
 /*
  * FP8 primary weights (layout.h fp8_param_gather: Megatron-LM's
  * --fp8-param-gather; docs/MODEL.md "FP8 primary weights"), the small GPT
@@ -5212,7 +5425,7 @@ static int colls_of(const struct graph *g, int kind, int64_t bytes, const char *
  *    master shard's cast to fp8 (te_cast_master_to_fp8, 4 + 1 = 5 bytes a
  *    parameter; delayed scaling has no amax pass); the amaxes of the 32
  *    linear weights all-reduced (max) over the 2 ranks: 128 bytes of
- *    "float".  Current scaling adds the amax pass (4 bytes a parameter).
+ *    "Float".  Current scaling adds the amax pass (4 bytes a parameter).
  *  - The lower bound stays under the simulated step (delayed, current,
  *    blockwise).
  *  - The forward's weight quantisation on the first microbatch: the
@@ -5265,7 +5478,7 @@ static void test_fp8_param_gather(void **state)
 	assert_int_equal(colls_of(g, GC_ALL_GATHER, 25192448, "BFloat16"), 0);
 	assert_int_equal(colls_of(g, GC_ALL_GATHER, 12596224, "Byte"), 8 * steps);
 	assert_int_equal(colls_of(g, GC_ALL_GATHER, 67637248, "BFloat16"), steps);
-	assert_int_equal(colls_of(g, GC_ALL_REDUCE, 128, "float"), steps);
+	assert_int_equal(colls_of(g, GC_ALL_REDUCE, 128, "Float"), steps);
 	assert_int_equal(count_kernels(g, "te_cast_transpose_fp8_weight"), 0);
 	assert_int_equal(count_kernels(g, "te_transpose_fp8_weight"), 32 * steps);
 	/* (kind_count: the step's first iteration) */
@@ -7184,6 +7397,7 @@ int main(void)
 	    cmocka_unit_test(test_lora),
 	    cmocka_unit_test(test_optimizer_dtype),
 	    cmocka_unit_test(test_fp8_param_gather),
+	    cmocka_unit_test(test_coll_dtypes),
 	    cmocka_unit_test(test_mla_layer),
 	    cmocka_unit_test(test_mla_load),
 	    cmocka_unit_test(test_cp_ring),

@@ -393,10 +393,19 @@ static void ranks_text(char *buf, int n)
 	buf[k] = '\0';
 }
 
+const char *se_dtype(const struct ctx *c, double eb)
+{
+	if (eb == 4)
+		return "Float";
+	if (eb == 2)
+		return c->in->lay.dtype == HW_FP16 ? "Half" : "BFloat16";
+	return "Byte";
+}
+
 void se_collective(struct ctx *c, int r, int st, int kind, const char *kname, double bytes,
 		   struct comm_group g, const char *pg)
 {
-	se_collective_dt(c, r, st, kind, kname, bytes, g, pg, "BFloat16");
+	se_collective_dt(c, r, st, kind, kname, bytes, g, pg, se_dtype(c, 2));
 }
 
 /* A collective of kind on bytes over group g, on stream st, in process

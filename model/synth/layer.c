@@ -155,23 +155,33 @@ static void gemm(struct ctx *c, int r, const char *name, double m, double n, dou
  * `width`, eb bytes a value, on stream st: kind GC_ALL_REDUCE, or with
  * sequence parallelism GC_REDUCE_SCATTER or GC_ALL_GATHER.  Reductions
  * are of bf16 (eb 2); a gather may be of fp8 (gather_bytes). */
-static void tp_coll_eb(struct ctx *c, int r, const struct shape *z, int st, int kind, double width,
-		       double eb)
-{
-	sl_tp_coll(c, r, z, st, kind, z->b * z->s * width * (kind == GC_ALL_GATHER ? eb : 2));
-}
-
-void sl_tp_coll(struct ctx *c, int r, const struct shape *z, int st, int kind, double bytes)
+static void tp_coll_dt(struct ctx *c, int r, const struct shape *z, int st, int kind, double bytes,
+		       const char *dtype)
 {
 	struct comm_group g = {(int)z->t, z->tp_per_node};
 	char pg[32] = "";
 	if (!c->dry) /* a dry run's collective (its time alone) has no group */
 		snprintf(pg, sizeof(pg), "tp.%d", r);
-	se_collective(c, r, st, kind,
-		      kind == GC_REDUCE_SCATTER ? "ncclDevKernel_ReduceScatter_Sum_bf16_RING_LL"
-		      : kind == GC_ALL_GATHER	? "ncclDevKernel_AllGather_RING_LL"
-						: "ncclDevKernel_AllReduce_Sum_bf16_RING_LL",
-		      bytes, g, pg);
+	se_collective_dt(c, r, st, kind,
+			 kind == GC_REDUCE_SCATTER ? "ncclDevKernel_ReduceScatter_Sum_bf16_RING_LL"
+			 : kind == GC_ALL_GATHER   ? "ncclDevKernel_AllGather_RING_LL"
+						   : "ncclDevKernel_AllReduce_Sum_bf16_RING_LL",
+			 bytes, g, pg, dtype);
+}
+
+/* (A gather of fp8 data, eb not 2, is of Float8Tensor's torch.uint8
+ * buffers: se_dtype's "Byte".) */
+static void tp_coll_eb(struct ctx *c, int r, const struct shape *z, int st, int kind, double width,
+		       double eb)
+{
+	if (kind != GC_ALL_GATHER)
+		eb = 2;
+	tp_coll_dt(c, r, z, st, kind, z->b * z->s * width * eb, se_dtype(c, eb));
+}
+
+void sl_tp_coll(struct ctx *c, int r, const struct shape *z, int st, int kind, double bytes)
+{
+	tp_coll_dt(c, r, z, st, kind, bytes, se_dtype(c, 2));
 }
 
 /* The same in bf16. */
@@ -1067,12 +1077,14 @@ static void moe_colls(struct ctx *c, int r, const struct shape *z, int rev, int 
 		c->part_now = a2a ? a2a_part : SL_PART_MLP;
 		if (!c->dry) /* (as tp_coll_of) */
 			snprintf(pg, sizeof(pg), "%s.%d", x->pg, r);
-		se_collective(c, r, c->part != SL_PART_ALL && a2a ? S_A2A : S_COMPUTE, kind,
-			      kind == GC_ALL_TO_ALL ? "ncclDevKernel_SendRecv_alltoall"
-			      : kind == GC_ALL_GATHER
-				  ? "ncclDevKernel_AllGather_RING_LL"
-				  : "ncclDevKernel_ReduceScatter_Sum_bf16_RING_LL",
-			      x->bytes, x->g, pg);
+		/* the routing map (bool) and probabilities (fp32) together:
+		 * counted in bytes */
+		se_collective_dt(c, r, c->part != SL_PART_ALL && a2a ? S_A2A : S_COMPUTE, kind,
+				 kind == GC_ALL_TO_ALL ? "ncclDevKernel_SendRecv_alltoall"
+				 : kind == GC_ALL_GATHER
+				     ? "ncclDevKernel_AllGather_RING_LL"
+				     : "ncclDevKernel_ReduceScatter_Sum_bf16_RING_LL",
+				 x->bytes, x->g, pg, se_dtype(c, x->routing ? 1 : 2));
 	}
 }
 
@@ -2267,7 +2279,8 @@ static void ce_allreduce(struct ctx *c, int r, const struct shape *z, const char
 		return;
 	if (!c->dry)
 		snprintf(pg, sizeof(pg), "tp.%d", r);
-	se_collective(c, r, S_COMPUTE, GC_ALL_REDUCE, kname, 4 * z->b * z->s, g, pg);
+	se_collective_dt(c, r, S_COMPUTE, GC_ALL_REDUCE, kname, 4 * z->b * z->s, g, pg,
+			 se_dtype(c, 4));
 }
 
 /* The final norm, the logits and the loss (the last stage).  The output

@@ -294,8 +294,8 @@ static void grad_reduce_on(struct ctx *c, int r, const struct shape *z, double p
 		/* Over the dp x cp ranks (tp apart: Megatron-LM's order). */
 		struct comm_group g = {dpc, comm_per_domain(dpc, hw_domain(in->hw) / in->lay.tp)};
 		rank_pg(c, "dp", r, pg, sizeof(pg));
-		se_collective(c, r, S_DP, GC_ALL_REDUCE, reduce_kernel(c, GC_ALL_REDUCE),
-			      params * gb, g, pg);
+		se_collective_dt(c, r, S_DP, GC_ALL_REDUCE, reduce_kernel(c, GC_ALL_REDUCE),
+				 params * gb, g, pg, se_dtype(c, gb));
 		return;
 	}
 	/* The implementation's reduce dtype and copies around the
@@ -306,12 +306,12 @@ static void grad_reduce_on(struct ctx *c, int r, const struct shape *z, double p
 	if (t.rs_in > 0 && (!c->dry || c->dry_host))
 		sl_kernel_on(c, r, S_DP, KC_ELEMENTWISE, "zero::reduce_scatter_copy_in",
 			     params * t.rs_in);
-	se_collective(c, r, S_DP, GC_REDUCE_SCATTER, reduce_kernel(c, GC_REDUCE_SCATTER),
-		      params * gb, zero_group(c), pg);
+	se_collective_dt(c, r, S_DP, GC_REDUCE_SCATTER, reduce_kernel(c, GC_REDUCE_SCATTER),
+			 params * gb, zero_group(c), pg, se_dtype(c, gb));
 	if (replica_group(c).n > 1) {
 		rank_pg(c, "dpr", r, pg, sizeof(pg));
-		se_collective(c, r, S_DP, GC_ALL_REDUCE, reduce_kernel(c, GC_ALL_REDUCE),
-			      params * gb / G, replica_group(c), pg);
+		se_collective_dt(c, r, S_DP, GC_ALL_REDUCE, reduce_kernel(c, GC_ALL_REDUCE),
+				 params * gb / G, replica_group(c), pg, se_dtype(c, gb));
 	}
 	if (t.rs_out > 0 && (!c->dry || c->dry_host))
 		sl_kernel_on(c, r, S_DP, KC_ELEMENTWISE, "zero::reduce_scatter_copy_out",
@@ -389,18 +389,15 @@ static void grad_ready(struct ctx *c, int r, const struct shape *z, double param
 static void expert_reduce_on(struct ctx *c, int r, const struct shape *z, double params)
 {
 	char pg[32];
+	double gb = grad_bytes(c);
+	int rs = c->in->lay.zero >= 1;
 	if (z->edp <= 1 || params <= 0)
 		return;
 	se_event_wait(c, r, S_COMPUTE, S_DP);
 	rank_pg(c, "edp", r, pg, sizeof(pg));
-	if (c->in->lay.zero >= 1)
-		se_collective(c, r, S_DP, GC_REDUCE_SCATTER, reduce_kernel(c, GC_REDUCE_SCATTER),
-			      params * grad_bytes(c), (struct comm_group){z->edp, z->edp_per_node},
-			      pg);
-	else
-		se_collective(c, r, S_DP, GC_ALL_REDUCE, reduce_kernel(c, GC_ALL_REDUCE),
-			      params * grad_bytes(c), (struct comm_group){z->edp, z->edp_per_node},
-			      pg);
+	se_collective_dt(c, r, S_DP, rs ? GC_REDUCE_SCATTER : GC_ALL_REDUCE,
+			 reduce_kernel(c, rs ? GC_REDUCE_SCATTER : GC_ALL_REDUCE), params * gb,
+			 (struct comm_group){z->edp, z->edp_per_node}, pg, se_dtype(c, gb));
 }
 
 static void expert_reduce(struct ctx *c, int r, const struct shape *z, double params)
@@ -475,6 +472,8 @@ static struct issued gather(struct ctx *c, int r, const struct shape *z, double 
 	struct layout_dp_traits t;
 	char pg[32];
 	mem_param_bytes(&c->lay, &w, &g, &o);
+	if (fp8)
+		w = mem_param_gather_bytes(&c->lay);
 	dp_traits(c, z, &t);
 	if (wait_compute)
 		se_event_wait(c, r, S_COMPUTE, S_DP);
@@ -484,11 +483,12 @@ static struct issued gather(struct ctx *c, int r, const struct shape *z, double 
 	if (t.ag_in > 0)
 		sl_kernel_on(c, r, S_DP, KC_ELEMENTWISE, "zero::all_gather_copy_in",
 			     params / layout_shard_group(&c->lay) * t.ag_in);
-	/* FP8 primary weights: the uint8 parameter buffer's bytes
+	/* In the weights' dtype (Megatron-LM's param buffer: params_dtype;
+	 * FSDP's and FSDP2's param_dtype, DeepSpeed's): bf16, fp32 weights'
+	 * "Float"; FP8 primary weights the uint8 parameter buffer's bytes
 	 * (param_and_grad_buffer.py: torch.uint8 for a quantised parameter). */
-	se_collective_dt(c, r, S_DP, GC_ALL_GATHER, "ncclDevKernel_AllGather_RING_LL",
-			 params * (fp8 ? mem_param_gather_bytes(&c->lay) : w), zero_group(c), pg,
-			 fp8 ? "Byte" : "BFloat16");
+	se_collective_dt(c, r, S_DP, GC_ALL_GATHER, "ncclDevKernel_AllGather_RING_LL", params * w,
+			 zero_group(c), pg, se_dtype(c, w));
 	out.task = se_last(c, r, S_DP);
 	out.record = awaited ? se_event_record(c, r, S_COMPUTE) : NONE32;
 	return out;
@@ -791,8 +791,9 @@ static void amax_run(struct ctx *c, int r, double gemms, int fwd)
 		return;
 	if (g.n > 1) {
 		rank_pg(c, "amax", r, pg, sizeof(pg));
-		se_collective(c, r, S_COMPUTE, GC_ALL_REDUCE,
-			      "ncclDevKernel_AllReduce_Max_f32_RING_LL", 4 * n, g, pg);
+		se_collective_dt(c, r, S_COMPUTE, GC_ALL_REDUCE,
+				 "ncclDevKernel_AllReduce_Max_f32_RING_LL", 4 * n, g, pg,
+				 se_dtype(c, 4));
 	}
 	sl_kernel(c, r, KC_ELEMENTWISE, "te_fused_amax_and_scale_update",
 		  synth_amax_update_bytes(n));
@@ -1563,7 +1564,7 @@ static void quant_amax_reduce(struct ctx *c, int r, const struct shape *z)
 		return;
 	dp_pg(c, r, pg, sizeof(pg));
 	se_collective_dt(c, r, S_COMPUTE, GC_ALL_REDUCE, "ncclDevKernel_AllReduce_Max_f32_RING_LL",
-			 bytes, zero_group(c), pg, "float");
+			 bytes, zero_group(c), pg, se_dtype(c, 4));
 }
 
 /* Megatron-LM's grad_stats_parallel_group, over which the gradient
@@ -1685,7 +1686,8 @@ static void grad_stats(struct ctx *c, int r, const char *kname)
 			rank_pg(c, "gstats", r, pg, sizeof(pg));
 		else
 			snprintf(pg, sizeof(pg), "gstats");
-		se_collective(c, r, S_COMPUTE, GC_ALL_REDUCE, kname, 4, g[i], pg);
+		se_collective_dt(c, r, S_COMPUTE, GC_ALL_REDUCE, kname, 4, g[i], pg,
+				 se_dtype(c, 4));
 	}
 }
 
@@ -1787,7 +1789,7 @@ static void gather_experts(struct ctx *c, int r, const struct shape *z)
 	const struct llm *m = &c->in->m;
 	char pg[32];
 	double w = mem_param_gather_bytes(&c->lay); /* the experts' weights: fp8 or not */
-	const char *dt = c->lay.fp8_param_gather ? "Byte" : "BFloat16";
+	const char *dt = se_dtype(c, w);
 	rank_pg(c, "edp", r, pg, sizeof(pg));
 	se_event_wait(c, r, S_COMPUTE, S_DP);
 	for (int ch = 0; ch < z->v; ch++) {
@@ -1846,8 +1848,8 @@ void ss_optimizer(struct ctx *c, int r, const struct shape *z)
 	 * _allreduce_word_embedding_grads, in finalize_model_grads). */
 	if (tied) {
 		se_event_wait(c, r, S_COMPUTE, S_DP);
-		se_collective(c, r, S_DP, GC_ALL_REDUCE, reduce_kernel(c, GC_ALL_REDUCE), ebytes,
-			      eg, "emb");
+		se_collective_dt(c, r, S_DP, GC_ALL_REDUCE, reduce_kernel(c, GC_ALL_REDUCE), ebytes,
+				 eg, "emb", se_dtype(c, synth_grad_bytes(in)));
 	}
 	if (layout_dpc(&c->lay) > 1 || tied || (z->moe && z->edp > 1))
 		se_event_wait(c, r, S_DP, S_COMPUTE);

@@ -715,16 +715,23 @@ uint32_t se_event_record(struct ctx *c, int r, int to);
 void se_event_wait_task(struct ctx *c, int r, uint32_t src, uint32_t rec, int from, int to);
 
 /* A collective of kind (GC_*) on bytes over group g, timed by comm.h
- * (0 for bare runs), on rank r's stream st, in process group pg. */
+ * (0 for bare runs), on rank r's stream st, in process group pg: of the
+ * run's 16-bit activations (se_dtype(c, 2)). */
 void se_collective(struct ctx *c, int r, int st, int kind, const char *kname, double bytes,
 		   struct comm_group g, const char *pg);
 /* The same of elements of dtype, Kineto's name for the tensor's dtype
- * (se_collective: "BFloat16"); a timeline writes bytes / its size as the
- * elements (sim/timeline.c coll_args; "Byte" for a size it does not
- * know), so the label is the collective's element size: "Byte" for a
- * torch.uint8 buffer. */
+ * (c10::ScalarType's, model/base/dtype.h).  Its time is the bytes'
+ * alone; a timeline writes bytes / the dtype's size as the elements
+ * (sim/timeline.c coll_args), so the label must be the data's. */
 void se_collective_dt(struct ctx *c, int r, int st, int kind, const char *kname, double bytes,
 		      struct comm_group g, const char *pg, const char *dtype);
+/* Kineto's name of a collective's elements of eb bytes each: "Float"
+ * for 4 (fp32 main gradients, fp32 weights, amaxes, norms, the loss's
+ * statistics), the run's 16-bit type for 2 ("Half" under fp16, else
+ * "BFloat16"), and "Byte" for anything else: a torch.uint8 buffer of
+ * quantised data (fp8 weights, Transformer Engine's fp8 gathers), or
+ * values of mixed types or with their scales, counted in bytes. */
+const char *se_dtype(const struct ctx *c, double eb);
 
 /* The graph (gw_finish): tasks grouped by processor (stable), order edges
  * along each, a rank per pipeline stage, the run's description meta, the
