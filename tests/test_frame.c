@@ -543,6 +543,7 @@ static void test_round_trip(void **state)
 		l.zero = 1;
 		l.optimizer_dtype = LAYOUT_OPT_BF16_STATES;
 		l.clip_grad = 0;
+		l.no_dropout = 1; /* --hidden-dropout 0, model.hidden_dropout */
 		assert_int_equal(frame_expresses(fw, LK_optimizer_dtype, &dense, &l),
 				 fw == FRAME_MEGATRON);
 		assert_int_equal(frame_expresses(fw, LK_clip_grad, &dense, &l),
@@ -701,6 +702,88 @@ static void test_round_trip(void **state)
 
 /* Megatron-LM's --fp8-recipe read back: tensorwise is current scaling; a
  * recipe prism does not model (custom) is refused, naming the line. */
+/*
+ * no_dropout as the frameworks write it: Megatron-LM's --hidden-dropout
+ * (arguments.py, default 0.1: the residual branches' and the embedding's
+ * dropout), Bridge's model.hidden_dropout; written at 0 alone, read back
+ * as no_dropout where 0 and as dropout above it; torchtitan has no
+ * option for it (listed as not expressed).
+ */
+static void test_no_dropout(void **state)
+{
+	static const char *const want[FRAME_N] = {
+	    [FRAME_MEGATRON] = "\n--hidden-dropout 0.0 \\\n",
+	    [FRAME_BRIDGE] = "\nmodel.hidden_dropout=0.0\n",
+	    [FRAME_TORCHTITAN] = "# not expressed in torchtitan: layers 32, hidden 4096, heads 32, "
+				 "ffn 14336, no_dropout 1\n",
+	};
+	struct llm m;
+	struct frame_extra x;
+	struct prism_err err;
+	struct layout l;
+	layout_mask given;
+	char *text = NULL;
+	size_t n = 0;
+	FILE *f;
+	(void)state;
+	prism_err_clear(&err);
+	assert_int_equal(frame_load_model(HF "llama3-8b.json", &m, &x, &err), 0);
+	for (int fw = 0; fw < FRAME_N; fw++) {
+		layout_default(&l);
+		l.dp = 8;
+		f = open_memstream(&text, &n);
+		frame_export(f, fw, &m, &l);
+		fclose(f);
+		assert_null(strstr(text, "dropout"));
+		free(text);
+		text = NULL;
+		l.no_dropout = 1;
+		assert_int_equal(frame_expresses(fw, LK_no_dropout, &m, &l),
+				 fw != FRAME_TORCHTITAN);
+		f = open_memstream(&text, &n);
+		frame_export(f, fw, &m, &l);
+		fclose(f);
+		if (!strstr(text, want[fw]))
+			fail_msg("%s: no '%s' in\n%s", frame_name(fw), want[fw], text);
+		free(text);
+		text = NULL;
+	}
+	{
+		static const struct {
+			int fw;
+			const char *t;
+			int want;
+		} c[] = {
+		    {FRAME_MEGATRON, "--num-layers 2 --hidden-dropout 0\n", 1},
+		    {FRAME_MEGATRON, "--num-layers 2 --hidden-dropout 0.0 --attention-dropout 0\n",
+		     1},
+		    {FRAME_MEGATRON, "--num-layers 2 --hidden-dropout 0.1\n", 0},
+		    {FRAME_BRIDGE, "model.num_layers=2\nmodel.hidden_dropout=0.0\n", 1},
+		    {FRAME_BRIDGE, "model.num_layers=2\nmodel.hidden_dropout=0.05\n", 0},
+		};
+		for (size_t i = 0; i < sizeof(c) / sizeof(c[0]); i++) {
+			assert_int_equal(frame_import(c[i].fw, "t.sh", c[i].t, strlen(c[i].t), NULL,
+						      &m, &l, &given, &x, &err),
+					 0);
+			assert_int_equal(l.no_dropout, c[i].want);
+			assert_true(given & LK_BIT(LK_no_dropout));
+		}
+		/* not given: the default, dropout on */
+		const char *t = "--num-layers 2\n";
+		assert_int_equal(frame_import(FRAME_MEGATRON, "t.sh", t, strlen(t), NULL, &m, &l,
+					      &given, &x, &err),
+				 0);
+		assert_int_equal(l.no_dropout, 0);
+		assert_false(given & LK_BIT(LK_no_dropout));
+		t = "--hidden-dropout 1.5\n";
+		assert_int_equal(frame_import(FRAME_MEGATRON, "t.sh", t, strlen(t), NULL, &m, &l,
+					      &given, &x, &err),
+				 PRISM_EFORMAT);
+		assert_string_equal(
+		    err.msg, "t.sh:1: --hidden-dropout '1.5': expected a probability in [0, 1)");
+	}
+}
+
 static void test_fp8_recipe_import(void **state)
 {
 	static const char good[] = "--num-layers 2 --bf16 --fp8-format hybrid --fp8-recipe "
@@ -980,17 +1063,12 @@ static void test_dpv_overlap(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_hf_families),
-	    cmocka_unit_test(test_hf_deepseek),
-	    cmocka_unit_test(test_hf_nemotron_h),
-	    cmocka_unit_test(test_hf_warnings),
-	    cmocka_unit_test(test_hf_unknown),
-	    cmocka_unit_test(test_hf_bad),
-	    cmocka_unit_test(test_megatron_import),
-	    cmocka_unit_test(test_round_trip),
-	    cmocka_unit_test(test_fp8_recipe_import),
-	    cmocka_unit_test(test_unexpressed),
-	    cmocka_unit_test(test_lora),
+	    cmocka_unit_test(test_hf_families),	    cmocka_unit_test(test_hf_deepseek),
+	    cmocka_unit_test(test_hf_nemotron_h),   cmocka_unit_test(test_hf_warnings),
+	    cmocka_unit_test(test_hf_unknown),	    cmocka_unit_test(test_hf_bad),
+	    cmocka_unit_test(test_megatron_import), cmocka_unit_test(test_round_trip),
+	    cmocka_unit_test(test_no_dropout),	    cmocka_unit_test(test_fp8_recipe_import),
+	    cmocka_unit_test(test_unexpressed),	    cmocka_unit_test(test_lora),
 	    cmocka_unit_test(test_dpv_overlap),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -954,6 +954,8 @@ struct imp {
 	char opt_dt[4][8];		 /* its main params, main grads, exp_avg and
 					   * exp_avg_sq dtypes ("": not given, fp32) */
 	int clip;			 /* --clip-grad: 1 clipping, 0 none, -1 not given */
+	int drop;			 /* --hidden-dropout: 1 at 0 (no_dropout), 0 above, -1
+					  * not given */
 	int first_layers, last_layers;	 /* the first and last stages' (0: even) */
 	int ep_overlap, ep_overlap_line; /* torchtitan's pipeline_parallel_expert_parallel_overlap
 					  * (-1: not given, its default true) and its line */
@@ -1306,6 +1308,16 @@ static void put_clip_grad(struct emit *E, const char *name, const struct llm *m,
 {
 	(void)m;
 	if (!l->clip_grad)
+		put(E, name, "0.0");
+}
+
+/* Megatron-LM's --hidden-dropout (default 0.1), Bridge's
+ * model.hidden_dropout: written at 0 alone. */
+static void put_no_dropout(struct emit *E, const char *name, const struct llm *m,
+			   const struct layout *l)
+{
+	(void)m;
+	if (l->no_dropout)
 		put(E, name, "0.0");
 }
 
@@ -1662,6 +1674,18 @@ static int in_clip(struct rd *r, const struct frame_in *in)
 	return 0;
 }
 
+/* A dropout probability: 0 is no_dropout, any other runs the kernels. */
+static int in_hidden_dropout(struct rd *r, const struct frame_in *in)
+{
+	char *end;
+	double p = r->s ? strtod(r->s, &end) : -1;
+	(void)in;
+	if (!r->s || end == r->s || *end || !(p >= 0 && p < 1))
+		return rd_bad(r, r->s, "expected a probability in [0, 1)");
+	r->I->drop = p == 0;
+	return 0;
+}
+
 /* The count; Megatron-LM's alone turns offloading on. */
 static int in_offload_n(struct rd *r, const struct frame_in *in)
 {
@@ -1869,6 +1893,10 @@ static const struct frame_in in_optimizer_dtype_opts[] = {
     {"--main-grads-dtype", in_opt_dtype, 0, 1, 0},
     {"--exp-avg-dtype", in_opt_dtype, 0, 2, 0},
     {"--exp-avg-sq-dtype", in_opt_dtype, 0, 3, 0},
+    {NULL, NULL, 0, 0, 0}};
+static const struct frame_in in_no_dropout_opts[] = {
+    {"--hidden-dropout", in_hidden_dropout, 0, 0, 0},
+    {"model.hidden_dropout", in_hidden_dropout, 0, 0, 0},
     {NULL, NULL, 0, 0, 0}};
 static const struct frame_in in_clip_grad_opts[] = {{"--clip-grad", in_clip, 0, 0, 0},
 						    {"optimizer.clip_grad", in_clip, 0, 0, 0},
@@ -2120,11 +2148,17 @@ static const struct frame_row frame_rows[LK_N] = {
     [LK_exec] = {R(FX_SPECIAL, "--cuda-graph-impl", FX_SPECIAL, "model.cuda_graph_impl", FX_SPECIAL,
 		   "compile.enable"),
 		 .put = put_exec, .in = in_exec_opts, .value = value_exec},
-    /* Which modules build the layer is the framework itself; Megatron-LM's
-     * --hidden-dropout is not written (prism reads only 0 or its
-     * default). */
+    /* Which modules build the layer is the framework itself. */
     [LK_framework] = {R(FX_INT, NULL, FX_INT, NULL, FX_INT, NULL)},
-    [LK_no_dropout] = {R(FX_INT, NULL, FX_INT, NULL, FX_INT, NULL)},
+    /* Megatron-LM's --hidden-dropout (arguments.py, default 0.1: the
+     * residual branches' and the embedding's dropout), Bridge's
+     * model.hidden_dropout (TransformerConfig); 0 is no_dropout.
+     * --attention-dropout, the attention core's (in the fused attention
+     * kernels; the unfused path's score dropout, which prism keeps), is
+     * not this knob.  torchtitan's models have no dropout option. */
+    [LK_no_dropout] = {R(FX_SPECIAL, "--hidden-dropout", FX_SPECIAL, "model.hidden_dropout", FX_INT,
+			 NULL),
+		       .put = put_no_dropout, .in = in_no_dropout_opts},
     /* Megatron-LM's --cpu-offloading --cpu-offloading-num-layers N
      * (arguments.py; TransformerConfig cpu_offloading*), Bridge's
      * model.cpu_offloading*; torchtitan's job config has no activation
@@ -2802,7 +2836,8 @@ static int settle_partition(struct st *S)
 	return 0;
 }
 
-/* The knobs read as they are: cp's form, the execution, clipping. */
+/* The knobs read as they are: cp's form, the execution, clipping,
+ * dropout. */
 static int settle_plain(struct st *S)
 {
 	S->l->cp_comm = S->I->cp_comm;
@@ -2812,6 +2847,10 @@ static int settle_plain(struct st *S)
 	if (S->I->clip >= 0) {
 		S->l->clip_grad = S->I->clip;
 		*S->given |= LK_BIT(LK_clip_grad);
+	}
+	if (S->I->drop >= 0) {
+		S->l->no_dropout = S->I->drop;
+		*S->given |= LK_BIT(LK_no_dropout);
 	}
 	return 0;
 }
@@ -3022,6 +3061,7 @@ int frame_import(int fw, const char *path, const char *text, size_t n, const str
 	I.off_on = -1;
 	I.off_acts = 1;
 	I.clip = -1;
+	I.drop = -1;
 	I.flash = 1;
 	I.ep_overlap = -1;
 	if (fw == FRAME_TORCHTITAN) {
