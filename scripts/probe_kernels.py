@@ -20,13 +20,20 @@ of the recording's GPU, and prints Markdown tables:
              over its first chunk's against the step clock prism gives,
              1 - (1 - stream) x phi (hw.h), from the profile's gpu.stream;
   attention  SDPA by backend, head dim (64, 128, 192, MLA's 192/128), GQA,
-             and FlexAttention's sliding windows, against kperf's attention.
+             and FlexAttention's sliding windows, against kperf's attention;
+  optim      PyTorch's fused AdamW (the optimizer's multi-tensor-apply
+             kernels) over gpt_bench's parameter lists, bf16 and fp32, from
+             the folders with an optim.csv (default: every
+             tests/data/gpu/probe-*): its bandwidth against the profile's
+             multi-tensor line, kernels x the elementwise floor + bytes /
+             (HBM x multi_tensor_eff, or multi_tensor_fp32_eff over fp32),
+             and each dtype's least-squares efficiency on the rows.
 
 Each measured row states its calls in its notes ("N back-to-back calls
 after W warmup"), so prism times it at the clock its busy time implies (hw.h,
 HW_SUSTAINED_AFTER_S), as it does the public rows.
 
-Usage: probe_kernels.py PRISM [PROBE_DIR...] [--only sustained,grouped,attention,mixed]
+Usage: probe_kernels.py PRISM [PROBE_DIR...] [--only sustained,grouped,attention,mixed,optim]
        probe_kernels.py PRISM [PROBE_DIR...] --write DIR
 
 --write DIR writes the converted rows to DIR/gemm.csv and DIR/attention.csv
@@ -318,13 +325,62 @@ def attention_table(d, got, tag, gpu):
         f"{be} {ps} {statistics.mean(v) * 100:.1f} % ({len(v)})" for (be, ps), v in errs.items()))
 
 
+def profile_mem(gpu):
+    """HBM GB/s, the elementwise floor (us) and the multi-tensor
+    efficiencies {bf16, fp32} of the profile of a recording's GPU."""
+    import re
+    name = {"H200": "h200-dgx", "H100 SXM": "h100-dgx"}[gpu]
+    txt = open(os.path.join(ROOT, "configs/hw", name + ".cfg")).read()
+    hbm = float(re.search(r"^\s*hbm_bandwidth_GBps = ([0-9.]+);", txt, re.M).group(1))
+    line = re.search(r"^\s*elementwise = \{([^}]*)\}", txt, re.M).group(1)
+
+    def val(key):
+        m = re.search(r"(?:^|;)\s*" + key + r" = ([0-9.]+);", line)
+        return float(m.group(1)) if m else 0.0
+    return name, hbm, val("overhead_us"), {"bf16": val("multi_tensor_eff"),
+                                           "fp32": val("multi_tensor_fp32_eff")}
+
+
+def optim_table(d):
+    rows = read(d, "optim.csv")
+    if not rows:
+        return
+    gpu = gpu_of(d)
+    name, hbm, floor, eff = profile_mem(gpu)
+    print(f"\n**{gpu}** (`{os.path.basename(d)}`): fused AdamW (`fused=True`) a step, the "
+          f"step's kernels' summed time; configs/hw/{name}.cfg: HBM {hbm:.0f} GB/s, "
+          f"{floor:.3f} us a kernel\n")
+    print("| test | parameters | bytes | kernels | kernels ms | TB/s | of HBM | profile's eff | "
+          "model ms | error |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    fit = {}
+    for r in rows:
+        b = float(r["bytes"])
+        if r["test"] == "copy":
+            ms = float(r["step_ms"])
+            print(f"| copy (2 x {b / 2 / 2**20:.0f} MiB, events) | | {b / 1e9:.2f} GB | | "
+                  f"{ms:.3f} | {b / ms / 1e9:.2f} | {b / ms / 1e9 / hbm * 1e3:.3f} | | | |")
+            continue
+        k, us, dt = int(r["kernels"]), float(r["kernel_us_sum"]), r["dtype"]
+        e = eff.get(dt, 0)
+        model = k * floor + (b / (hbm * 1e3 * e) if e > 0 else float("nan"))
+        fit.setdefault(dt, []).append((b / (hbm * 1e3), us - k * floor))
+        print(f"| {r['test']} | {int(r['params']) / 1e6:,.0f} M | {b / 1e9:.2f} GB | {k} | "
+              f"{us / 1e3:.3f} | {b / us / 1e6:.2f} | {b / us / 1e6 / hbm * 1e3:.3f} | "
+              f"{e:.3f} | {model / 1e3:.3f} | {err(model, us)} |")
+    ls = {dt: sum(a * a for a, _ in v) / sum(a * y for a, y in v) for dt, v in fit.items()}
+    print("\nleast squares, the floor a kernel: " + ", ".join(
+        f"{dt} {e:.3f} ({len(fit[dt])})" for dt, e in ls.items()) +
+        (f"; fp32 / bf16 {ls['fp32'] / ls['bf16']:.3f}" if {"bf16", "fp32"} <= set(ls) else ""))
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                  formatter_class=argparse.RawDescriptionHelpFormatter,
                                  epilog=__doc__.split("\n\n", 1)[1])
     ap.add_argument("prism", help="the prism binary")
     ap.add_argument("dirs", nargs="*", help="probe folders (default: tests/data/gpu/probe-*)")
-    ap.add_argument("--only", default="sustained,grouped,attention,mixed")
+    ap.add_argument("--only", default="sustained,grouped,attention,mixed,optim")
     ap.add_argument("--write", metavar="DIR",
                     help="write the converted rows to DIR/gemm.csv and DIR/attention.csv "
                     "(for `prism kernels ../shared/kernels DIR`) and print no tables")
@@ -365,6 +421,10 @@ def main():
             attention_table(d, got, tag, gpu)
     if "mixed" in a.only:
         mixed_table(os.path.join(ROOT, "tests/data/gpu/probe-h100-mixed"))
+    if "optim" in a.only:
+        import glob
+        for d in a.dirs or sorted(glob.glob(os.path.join(ROOT, "tests/data/gpu/probe-*"))):
+            optim_table(d)
 
 
 if __name__ == "__main__":

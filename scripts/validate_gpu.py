@@ -35,7 +35,16 @@ set".
              trace's against synth's;
   step-kernels  kernel by kernel, each eager point's profiled step against
              synth's: kernels, GPU busy time, the GPU's idle time within
-             the step, and for three points the same by kernel role.
+             the step, and for three points the same by kernel role;
+  optimizer  the optimizer's multi-tensor-apply bandwidth (the profile's
+             multi_tensor_eff) measured on the traces: each eager point's
+             fused AdamW kernels in its second profiled step, by least
+             squares with the elementwise kind's floor a kernel.
+
+DATA_DIR (default tests/data/gpu) is a folder recorded by scripts/gpu_grid
+or scripts/gpt_bench.py (manifest.jsonl, a folder of traces a point); prism
+times it on the profile of the GPU its manifest names (GPU_PROFILES:
+tests/data/gpu on h100-dgx, tests/data/gpu-h200 on h200-dgx).
 
 The what-if bases and synth describe the runs as gpt_bench.py records them
 (AS_RECORDED: optimizer_dtype bf16, clip_grad 0).
@@ -62,6 +71,19 @@ def load(data):
             if "step_ms_median" in r:
                 pts[r["tag"]] = r
     return pts
+
+
+# The hardware profile (configs/hw) of the GPU a manifest names.
+GPU_PROFILES = (("H200", "h200-dgx"), ("H100", "h100-dgx"))
+HW = ["h100-dgx"]  # the set's profile: set by main from its manifest
+
+
+def profile_of(pts):
+    gpus = {p.get("gpu", "") for p in pts.values()}
+    names = {next((hw for key, hw in GPU_PROFILES if key in g), None) for g in gpus}
+    if len(names) != 1 or None in names:
+        sys.exit(f"validate_gpu.py: no one profile for the set's GPUs {sorted(gpus)}")
+    return names.pop()
 
 
 def run_json(prism, args):
@@ -370,7 +392,7 @@ def bench_cfg(tmp, p):
 
 def synth_point(prism, p, exec_mode, tmp):
     h = p["hidden"]
-    return run_json(prism, ["synth", bench_cfg(tmp, p), "--hw", "h100-dgx", "--layers",
+    return run_json(prism, ["synth", bench_cfg(tmp, p), "--hw", HW[0], "--layers",
                             str(p["layers"]), "--hidden", str(h), "--ffn", str(4 * h),
                             "--mbs", str(p["mbs"]), "--microbatches", str(p["microbatches"]),
                             "--exec", exec_mode, *SYNTH_AS_RECORDED])
@@ -487,7 +509,7 @@ def launch_table(prism, data, pts):
             with gzip.open(files(data, tag)[0], "rt") as f:
                 real, rk = step_launches(json.load(f), False)
             h, out = p["hidden"], os.path.join(tmp, "s.json")
-            subprocess.run([prism, "synth", bench_cfg(tmp, p), "--hw", "h100-dgx", "--layers",
+            subprocess.run([prism, "synth", bench_cfg(tmp, p), "--hw", HW[0], "--layers",
                             str(p["layers"]), "--hidden", str(h), "--ffn", str(4 * h), "--mbs", str(p["mbs"]), "--microbatches",
                             str(p["microbatches"]), *SYNTH_AS_RECORDED, "-o", out], check=True,
                            capture_output=True)
@@ -593,7 +615,7 @@ def step_kernels_table(prism, data, pts):
             with gzip.open(files(data, tag)[0], "rt") as f:
                 rb, rbusy, rspan = step_sums(step_tasks(json.load(f)))
             h = p["hidden"]
-            r = run_json(prism, ["synth", bench_cfg(tmp, p), "--hw", "h100-dgx", "--layers",
+            r = run_json(prism, ["synth", bench_cfg(tmp, p), "--hw", HW[0], "--layers",
                                  str(p["layers"]), "--hidden", str(h), "--ffn", str(4 * h),
                                  "--mbs", str(p["mbs"]), "--microbatches",
                                  str(p["microbatches"]), *SYNTH_AS_RECORDED, "-o", out])
@@ -627,10 +649,58 @@ def step_kernels_table(prism, data, pts):
               f"{(sbusy - rbusy) / 1e3:+.3f} |")
 
 
+def profile_values(hw):
+    """HBM GB/s, the elementwise kind's floor (us) and the multi-tensor
+    efficiencies (2-byte, 4-byte; 0: none) as configs/hw/HW.cfg states them."""
+    import re
+    with open(os.path.join("configs", "hw", hw + ".cfg")) as f:
+        text = f.read()
+    hbm = float(re.search(r"^\s*hbm_bandwidth_GBps\s*=\s*([0-9.]+)", text, re.M).group(1))
+    line = re.search(r"^\s*elementwise\s*=\s*\{([^}]*)\}", text, re.M).group(1)
+
+    def val(key):
+        m = re.search(r"(?:^|;)\s*" + key + r"\s*=\s*([0-9.]+)", line)
+        return float(m.group(1)) if m else 0.0
+    return hbm, val("overhead_us"), val("multi_tensor_eff"), val("multi_tensor_fp32_eff")
+
+
+ADAM_KERNEL = "FusedAdamMathFunctor"
+ADAM_BYTES = 14  # gpt_bench's pure-bf16 fused AdamW: 4 x 2 read, 3 x 2 written
+
+
+def optimizer_table(prism, data, pts):
+    """The fused AdamW kernels of each eager point's second profiled step
+    (PyTorch's multi_tensor_apply_kernel<FusedAdamMathFunctor>, bf16
+    parameters, gradients and moments): their time against t = kernels x
+    the elementwise kind's floor + bytes / (HBM x eff), eff by least
+    squares over the points (absolute)."""
+    import gzip
+    hbm, floor, mt, mt32 = profile_values(HW[0])
+    rows = []
+    for tag in sorted((t for t, p in pts.items() if not p["compiled"]), key=order):
+        with gzip.open(files(data, tag)[0], "rt") as f:
+            ks = [t for t in step_tasks(json.load(f)) if ADAM_KERNEL in t["name"]]
+        rows.append((tag, len(ks), sum(t["dur"] for t in ks), pts[tag]["params"] * ADAM_BYTES))
+    a = [b / (hbm * 1e3) for _, _, _, b in rows]  # us at the full bandwidth
+    y = [us - k * floor for _, k, us, _ in rows]
+    eff = sum(x * x for x in a) / sum(x * v for x, v in zip(a, y))
+    print(f"{HW[0]}: HBM {hbm:.0f} GB/s, the elementwise kind's floor {floor:.3f} us a kernel; "
+          f"bytes {ADAM_BYTES} a parameter.\n")
+    print("| point | parameters | kernels | ms a step | TB/s | fitted ms | error |")
+    print("|---|---|---|---|---|---|---|")
+    for (tag, k, us, b), x in zip(rows, a):
+        fit = k * floor + x / eff
+        print(f"| {tag} | {b / ADAM_BYTES / 1e6:,.0f} M | {k} | {us / 1e3:.3f} | "
+              f"{b / us / 1e6:.2f} | {fit / 1e3:.3f} | {pct(fit, us):+.1f}% |")
+    print(f"\nmulti_tensor_eff by least squares: **{eff:.3f}** (the profile states "
+          f"{mt:.3f}; multi_tensor_fp32_eff {mt32:.3f}).")
+
+
 SECTIONS = {"replay": replay_table, "whatif": whatif_table, "hidden-edit": hidden_edit_table,
             "grain": grain_table, "base-step": base_step_table,
             "compiled": compiled_table, "exec": exec_table, "kernels": kernel_table,
-            "launches": launch_table, "step-kernels": step_kernels_table}
+            "launches": launch_table, "step-kernels": step_kernels_table,
+            "optimizer": optimizer_table}
 
 
 def main():
@@ -641,6 +711,7 @@ def main():
     data = sys.argv[2] if len(sys.argv) > 2 else "tests/data/gpu"
     want = sys.argv[3:] or list(SECTIONS)
     pts = load(data)
+    HW[0] = profile_of(pts)
     bad = [n for n in want if n not in SECTIONS]
     if bad:
         sys.exit(f"validate_gpu.py: no section {bad[0]!r} (sections: {', '.join(SECTIONS)})")

@@ -29,9 +29,11 @@ int cost_mem_kind(int cls)
 	}
 }
 
-int cost_mem_impl(int cls)
+int cost_mem_impl(int cls, int elem_bytes)
 {
-	return cls == KC_OPTIMIZER ? HW_MEM_IMPL_MULTI_TENSOR : HW_MEM_IMPL_ANY;
+	if (cls != KC_OPTIMIZER)
+		return HW_MEM_IMPL_ANY;
+	return elem_bytes >= 4 ? HW_MEM_IMPL_MULTI_TENSOR_FP32 : HW_MEM_IMPL_MULTI_TENSOR;
 }
 
 const char *cost_class_name(int cls)

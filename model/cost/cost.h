@@ -63,9 +63,11 @@ int cost_mem_kind(int cls);
 /* The implementation (enum hw_mem_impl, kperf_mem_impl_s) a class's
  * kernels run as prism synth times them: the optimizer's passes are
  * multi-tensor-apply kernels (PyTorch's MultiTensorApply.cuh, Apex's and
- * Transformer Engine's multi_tensor_apply, one 65536-value chunk a block);
- * any other class the kind's line (HW_MEM_IMPL_ANY). */
-int cost_mem_impl(int cls);
+ * Transformer Engine's multi_tensor_apply, one 65536-value chunk a block),
+ * over values of elem_bytes: 4 (fp32 gradients and states) their own
+ * bandwidth (HW_MEM_IMPL_MULTI_TENSOR_FP32), fewer (bf16; 0: unknown) the
+ * 2-byte one; any other class the kind's line (HW_MEM_IMPL_ANY). */
+int cost_mem_impl(int cls, int elem_bytes);
 
 /*
  * The work of GPU node u from its launching op's shapes: FLOPs of GEMMs

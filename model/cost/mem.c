@@ -404,13 +404,15 @@ void mem_opt_traffic(const struct layout *l, struct mem_opt_traffic *t)
 	t->norm = 4;
 	t->scale = 8;
 	t->adam = 30;
-	if (bf16 && l->optimizer_dtype == LAYOUT_OPT_BF16_STATES)
+	t->grad_elem = t->state_elem = 4;
+	if (bf16 && l->optimizer_dtype == LAYOUT_OPT_BF16_STATES) {
+		t->state_elem = 2; /* bf16 moments; fp32 gradients */
 		/* TE's multi_tensor_adam_param_remainder: reads the gradient
 		 * (4), weight, remainder and moments (2 each), writes all but
 		 * the gradient; or (fp32 master kept by Megatron-LM) FusedAdam
 		 * on the fp32 master, then the bf16 weight written from it. */
 		t->adam = te_master(l) ? 4 + 4 * 2 + 4 * 2 : 4 + 4 + 2 + 2 + 4 + 2 + 2 + 2;
-	else if (bf16 && l->optimizer_dtype == LAYOUT_OPT_BF16) {
+	} else if (bf16 && l->optimizer_dtype == LAYOUT_OPT_BF16) {
 		/* PyTorch's _fused_adamw_ on bf16 parameters: reads the weight,
 		 * gradient and moments, writes the weight and moments; the
 		 * clipping (clip_grad_norm_'s foreach norm and scaling) over
@@ -418,6 +420,7 @@ void mem_opt_traffic(const struct layout *l, struct mem_opt_traffic *t)
 		t->norm = 2;
 		t->scale = 4;
 		t->adam = 4 * 2 + 3 * 2;
+		t->grad_elem = t->state_elem = 2;
 	}
 	if (!l->clip_grad)
 		t->norm = t->scale = 0;

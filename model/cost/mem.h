@@ -361,6 +361,10 @@ struct mem_opt_traffic {
 	double quant_amax;	 /* fp8_param_gather: the master shard's amax pass; 0 */
 	double quant;		 /* fp8_param_gather: the master shard's cast to fp8; 0 */
 	double quant_amax_bytes; /* fp8_param_gather: amaxes all-reduced a parameter; 0 */
+	/* The element size the multi-tensor kernels stream (their bandwidth
+	 * by it: cost_mem_impl): the gradients' (unscale, norm, scale), the
+	 * moments' (the Adam kernel). */
+	int grad_elem, state_elem;
 };
 void mem_opt_traffic(const struct layout *l, struct mem_opt_traffic *t);
 

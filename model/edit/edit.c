@@ -374,8 +374,11 @@ static int model_times(const struct graph *g, uint32_t u, int cls, int dt,
 		*k0 = kperf_attn_s(r->from, dt, pass, b, hd, sq, skv, d, 1);
 		*k1 = kperf_attn_s(r->to, dt, pass, b, hd2, sq, skv, d2, 1);
 	} else if ((kind = cost_mem_kind(cls)) >= 0 && cost_work(g, u, &fl, &bytes) && bytes > 0) {
-		*k0 = kperf_mem_impl_s(r->from, kind, cost_mem_impl(cls), bytes);
-		*k1 = kperf_mem_impl_s(r->to, kind, cost_mem_impl(cls),
+		/* (the op's element size: an optimizer pass's bandwidth by it) */
+		double ne;
+		int eb, impl = cost_mem_impl(cls, cost_op_input(g, u, &ne, &eb) ? eb : 0);
+		*k0 = kperf_mem_impl_s(r->from, kind, impl, bytes);
+		*k1 = kperf_mem_impl_s(r->to, kind, impl,
 				       bytes * (shape ? shape_factor(g, u, cls, r) : 1));
 	}
 	return *k0 > 0 && *k1 > 0;

@@ -148,8 +148,8 @@ const struct hw_profile *hw_at_power(const struct hw_profile *hw, double power_w
 }
 
 static const char *const mem_names[HW_MEM_NKINDS] = {"elementwise", "norm", "reduction"};
-static const char *const mem_impl_names[HW_MEM_NIMPLS] = {"any", "triton", "aten", "compiled",
-							  "multi_tensor"};
+static const char *const mem_impl_names[HW_MEM_NIMPLS] = {
+    "any", "triton", "aten", "compiled", "multi_tensor", "multi_tensor_fp32"};
 
 const char *hw_mem_impl_name(int impl)
 {

@@ -69,10 +69,15 @@ enum hw_mem_impl {
 	HW_MEM_IMPL_ATEN,
 	HW_MEM_IMPL_COMPILED,
 	HW_MEM_IMPL_MULTI_TENSOR,
+	/* the same over 4-byte values (fp32 gradients and states): the
+	 * kernels load kILP values of a tensor a thread (PyTorch's
+	 * fused_adam_utils.cuh, Transformer Engine's multi_tensor/adam.cu),
+	 * twice the bytes in flight of 2-byte ones (cost_mem_impl) */
+	HW_MEM_IMPL_MULTI_TENSOR_FP32,
 	HW_MEM_NIMPLS
 };
 
-/* "triton", "aten", "compiled", "multi_tensor" ("any" for HW_MEM_IMPL_ANY,
+/* "triton", "aten", "compiled", "multi_tensor", "multi_tensor_fp32" ("any" for HW_MEM_IMPL_ANY,
  * "?" beyond). */
 const char *hw_mem_impl_name(int impl);
 

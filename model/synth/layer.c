@@ -69,18 +69,22 @@ static double ktime(struct ctx *c, int cls, int dtype, double flops, double byte
 	return (k->overhead_s + model_s / e) * in->scale[cls];
 }
 
-/* A memory-bound kernel's op: one bf16 tensor of bytes / 4 values (key:
- * 1, bytes). */
+/* A memory-bound kernel's op: one bf16 tensor of bytes / 4 values, or
+ * over 4-byte values (the fp32 optimizer's passes) one fp32 tensor of
+ * bytes / 8 (key: 1, bytes, 4 or 0), so that an edit re-times it at its
+ * element size's bandwidth (cost_mem_impl). */
 static void membound_op_fmt(const double *key, const char **op, char *dims, size_t nd, char *types,
 			    size_t nt)
 {
+	int fp32 = key[2] >= 4;
 	*op = "aten::op";
-	snprintf(dims, nd, "[[%.0f]]", key[1] / 4);
-	snprintf(types, nt, "[\"c10::BFloat16\"]");
+	snprintf(dims, nd, "[[%.0f]]", key[1] / (fp32 ? 8 : 4));
+	snprintf(types, nt, "[\"%s\"]", fp32 ? "float" : "c10::BFloat16");
 }
 
 /* A memory-bound kernel of class cls moving `bytes`.  Its op records one
- * bf16 tensor of bytes / 4 values: read and written, as cost_work()
+ * bf16 tensor of bytes / 4 values (fp32, bytes / 8, under sl_kernel_elem
+ * with 4-byte values): read and written, as cost_work()
  * counts an op's traffic (its inputs and an output the size of the
  * first), that is the kernel's bytes (for a kernel reading one tensor and
  * writing one, that tensor). */
@@ -89,20 +93,30 @@ void sl_kernel(struct ctx *c, int r, int cls, const char *name, double bytes)
 	sl_kernel_on(c, r, c->kstream, cls, name, bytes);
 }
 
-void sl_kernel_on(struct ctx *c, int r, int st, int cls, const char *name, double bytes)
+static void kernel_on(struct ctx *c, int r, int st, int cls, int elem, const char *name,
+		      double bytes)
 {
 	/* (a dry run for the host's time alone times no kernel) */
-	double t =
-	    c->dry_host
-		? 0
-		: ktime(c, cls, -1, 0, bytes,
-			kperf_mem_impl_s(c->hw, membound_kind(cls), cost_mem_impl(cls), bytes));
-	double key[OPKEY] = {1, bytes};
+	double t = c->dry_host ? 0
+			       : ktime(c, cls, -1, 0, bytes,
+				       kperf_mem_impl_s(c->hw, membound_kind(cls),
+							cost_mem_impl(cls, elem), bytes));
+	double key[OPKEY] = {1, bytes, elem >= 4 ? 4 : 0};
 
 	if (c->dry && st == S_COMPUTE)
 		c->dry_mem_s += t;
 	se_record_op(c, key, membound_op_fmt);
 	se_launch(c, r, st, GN_KERNEL, name, t, NULL);
+}
+
+void sl_kernel_on(struct ctx *c, int r, int st, int cls, const char *name, double bytes)
+{
+	kernel_on(c, r, st, cls, 0, name, bytes);
+}
+
+void sl_kernel_elem(struct ctx *c, int r, int cls, int elem, const char *name, double bytes)
+{
+	kernel_on(c, r, c->kstream, cls, elem, name, bytes);
 }
 
 /* A GEMM's op, C = A B as aten::mm [M, K] x [K, N], or aten::bmm with the

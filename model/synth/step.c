@@ -1504,9 +1504,9 @@ static void adam(struct ctx *c, int r, double np_, int pass, int layer)
 	 * loss scaling; fp32 main gradients read and written). */
 	if (pass == OPT_UNSCALE) {
 		if (t.unscale > 0)
-			sl_kernel(c, r, KC_OPTIMIZER,
-				  "multi_tensor_apply_kernel<UnscaleFunctor_non_finite_check>",
-				  t.unscale * np_);
+			sl_kernel_elem(c, r, KC_OPTIMIZER, t.grad_elem,
+				       "multi_tensor_apply_kernel<UnscaleFunctor_non_finite_check>",
+				       t.unscale * np_);
 		return;
 	}
 	/* Gradient clipping (Megatron-LM's clip_grad, default 1.0; none with
@@ -1514,18 +1514,20 @@ static void adam(struct ctx *c, int r, double np_, int pass, int layer)
 	 * clip coefficient. */
 	if (pass == OPT_NORM) {
 		if (t.norm > 0)
-			sl_kernel(c, r, KC_OPTIMIZER, "multi_tensor_apply_kernel<L2NormFunctor>",
-				  t.norm * np_);
+			sl_kernel_elem(c, r, KC_OPTIMIZER, t.grad_elem,
+				       "multi_tensor_apply_kernel<L2NormFunctor>", t.norm * np_);
 		return;
 	}
 	if (t.scale > 0)
-		sl_kernel(c, r, KC_OPTIMIZER, "multi_tensor_apply_kernel<ScaleFunctor>",
-			  t.scale * np_);
+		sl_kernel_elem(c, r, KC_OPTIMIZER, t.grad_elem,
+			       "multi_tensor_apply_kernel<ScaleFunctor>", t.scale * np_);
 	if (!(layer && in->lay.fp8_param_gather)) {
-		sl_kernel(c, r, KC_OPTIMIZER, "multi_tensor_apply_kernel<FusedAdam>", np_ * t.adam);
+		sl_kernel_elem(c, r, KC_OPTIMIZER, t.state_elem,
+			       "multi_tensor_apply_kernel<FusedAdam>", np_ * t.adam);
 		return;
 	}
-	sl_kernel(c, r, KC_OPTIMIZER, "multi_tensor_apply_kernel<FusedAdam>", np_ * t.adam_fp8w);
+	sl_kernel_elem(c, r, KC_OPTIMIZER, t.state_elem, "multi_tensor_apply_kernel<FusedAdam>",
+		       np_ * t.adam_fp8w);
 	if (t.quant_amax > 0)
 		sl_kernel(c, r, KC_REDUCTION, "te_compute_amax_master", np_ * t.quant_amax);
 	sl_kernel(c, r, KC_ELEMENTWISE, "te_cast_master_to_fp8", np_ * t.quant);

@@ -779,6 +779,9 @@ void sl_tp_coll(struct ctx *c, int r, const struct shape *z, int st, int kind, d
 void sl_kernel(struct ctx *c, int r, int cls, const char *name, double bytes);
 /* The same on stream st (ZeRO's copies beside its collectives). */
 void sl_kernel_on(struct ctx *c, int r, int st, int cls, const char *name, double bytes);
+/* sl_kernel over values of elem bytes (the optimizer's passes: their
+ * bandwidth by element size, cost_mem_impl; 0: unknown). */
+void sl_kernel_elem(struct ctx *c, int r, int cls, int elem, const char *name, double bytes);
 
 /* One layer's forward and backward on rank r (its current layer,
  * microbatch and phase: rankst), recomputation included in the backward;
