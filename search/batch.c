@@ -30,14 +30,49 @@ static int cmp_analytic(const void *a, const void *b)
 #define ENUM_CHUNK 4096
 struct made {
 	int ok, status, gpus;
+	int placed; /* a pending one's placement in place (sweep_placement) */
 	double analytic_s, bound_s;
 	char reason[160]; /* the first candidate's only */
+	struct layout place;
 };
+
+/* The 64-bit words of p[0..n) hashed (n a multiple of 8). */
+static uint64_t words_hash(const void *p, size_t n)
+{
+	const unsigned char *b = p;
+	uint64_t h = 0xcbf29ce484222325u;
+	for (size_t i = 0; i + 8 <= n; i += 8) {
+		uint64_t w;
+		memcpy(&w, b + i, 8);
+		h = (h ^ w) * 0x100000001b3u;
+		h ^= h >> 29;
+	}
+	return h;
+}
+
+/* Placement p's number in sp->places (from 1), added where new (at: by
+ * their hashes); 0 where its hash is another's, or out of memory (its
+ * candidate makes it again). */
+static uint32_t place_id(struct batch_space *sp, struct imap *at, size_t *cap,
+			 const struct layout *p)
+{
+	_Static_assert(sizeof(struct layout) % 8 == 0, "a layout hashed by words");
+	int64_t key = (int64_t)(words_hash(p, sizeof(*p)) >> 1);
+	uint32_t i = imap_get(at, key), old;
+	if (i != IMAP_NONE)
+		return memcmp(&sp->places[i], p, sizeof(*p)) == 0 ? i + 1 : 0;
+	if (sp->nplaces >= UINT32_MAX - 1 ||
+	    vec_reserve_((void **)&sp->places, cap, sp->nplaces + 1, sizeof(*sp->places)) ||
+	    imap_put(at, key, (uint32_t)sp->nplaces, &old))
+		return 0;
+	sp->places[sp->nplaces] = *p;
+	return (uint32_t)++sp->nplaces;
+}
 
 /* The chunk's candidates into sp, in order: a pending one as a ref, a
  * rejected one as its index. */
 static int keep(struct batch_space *sp, const struct made *mk, int nk, uint64_t i0, size_t *cap,
-		size_t *rcap, size_t *scap)
+		size_t *rcap, size_t *scap, struct imap *at, size_t *pcap)
 {
 	for (int j = 0; j < nk; j++) {
 		if (!mk[j].ok)
@@ -49,9 +84,9 @@ static int keep(struct batch_space *sp, const struct made *mk, int nk, uint64_t 
 			if (vec_reserve_((void **)&sp->order, cap, sp->norder + 1,
 					 sizeof(*sp->order)))
 				return PRISM_ENOMEM;
-			sp->order[sp->norder++] =
-			    (struct batch_ref){(uint32_t)(i0 + (uint64_t)j), mk[j].gpus,
-					       mk[j].analytic_s, mk[j].bound_s};
+			sp->order[sp->norder++] = (struct batch_ref){
+			    (uint32_t)(i0 + (uint64_t)j), mk[j].gpus, mk[j].analytic_s,
+			    mk[j].bound_s, mk[j].placed ? place_id(sp, at, pcap, &mk[j].place) : 0};
 		} else {
 			if (vec_reserve_((void **)&sp->rejected, rcap, sp->nrejected + 1,
 					 sizeof(*sp->rejected)) ||
@@ -84,6 +119,7 @@ static void make_one(void *ctx, int j, int t)
 	mk[j].analytic_s = k.analytic_s;
 	mk[j].bound_s = k.bound_s;
 	mk[j].reason[0] = '\0';
+	mk[j].placed = mk[j].ok && k.status == CS_PENDING && sweep_placement(&k, &mk[j].place);
 	if (mk[j].ok && J->first == 0)
 		snprintf(mk[j].reason, sizeof(mk[j].reason), "%s", k.reason);
 }
@@ -94,8 +130,9 @@ int batch_space(const struct sweep *sw, struct pool *pool, struct batch_space *s
 		struct prism_err *err)
 {
 	uint64_t total = sweep_count(sw);
-	size_t cap = 0, rcap = 0, scap = 0;
+	size_t cap = 0, rcap = 0, scap = 0, pcap = 0;
 	struct made *mk = prism_malloc(ENUM_CHUNK * sizeof(*mk));
+	struct imap at = {0}; /* the placements by their hashes */
 
 	memset(sp, 0, sizeof(*sp));
 	snprintf(sp->first_reason, sizeof(sp->first_reason), "none");
@@ -107,13 +144,15 @@ int batch_space(const struct sweep *sw, struct pool *pool, struct batch_space *s
 		int nk = total - i0 < ENUM_CHUNK ? (int)(total - i0) : ENUM_CHUNK;
 		struct space_job J = {sw, mk, i0, sp->n};
 		pool_for(pool, nk, 64, 0, make_one, &J);
-		if (keep(sp, mk, nk, i0, &cap, &rcap, &scap)) {
+		if (keep(sp, mk, nk, i0, &cap, &rcap, &scap, &at, &pcap)) {
 			free(mk);
+			imap_release(&at);
 			batch_space_release(sp);
 			return prism_err_set(err, PRISM_ENOMEM, "out of memory");
 		}
 	}
 	free(mk);
+	imap_release(&at);
 	if (sp->norder)
 		qsort(sp->order, sp->norder, sizeof(*sp->order), cmp_analytic);
 	if (interleave(sp->order, sp->norder)) {
@@ -223,6 +262,9 @@ void batch_space_release(struct batch_space *sp)
 	free(sp->order);
 	free(sp->rejected);
 	free(sp->rejected_status);
+	free(sp->places);
+	sp->places = NULL;
+	sp->nplaces = 0;
 	sp->order = NULL;
 	sp->rejected = NULL;
 	sp->rejected_status = NULL;
@@ -272,6 +314,7 @@ void batch_screen(struct cand *k, int mode, double best, double margin)
 struct make_job {
 	const struct sweep *sw;
 	const struct batch_ref *refs;
+	const struct layout *places;
 	struct cand *batch;
 };
 
@@ -282,7 +325,11 @@ static void make_cand(void *ctx, int i, int t)
 	const struct batch_ref *r = &J->refs[i];
 	/* Judged once, by batch_space. */
 	struct cand *k = &J->batch[i];
-	sweep_candidate_pending(J->sw, r->index, r->analytic_s, r->bound_s, k);
+	if (J->places && r->place > 0)
+		sweep_candidate_placed(J->sw, r->index, r->analytic_s, r->bound_s,
+				       &J->places[r->place - 1], k);
+	else
+		sweep_candidate_pending(J->sw, r->index, r->analytic_s, r->bound_s, k);
 	k->index = r->index;
 	k->canon = 0;
 }
@@ -298,9 +345,10 @@ static void key_cand(void *ctx, int i, int t)
 }
 
 void batch_make(const struct sweep *sw, struct pool *pool, const struct batch_ref *refs, int n,
-		int mode, struct batch_best *best, struct cand *batch, struct progress *pg)
+		const struct layout *places, int mode, struct batch_best *best, struct cand *batch,
+		struct progress *pg)
 {
-	struct make_job J = {sw, refs, batch};
+	struct make_job J = {sw, refs, places, batch};
 	/* The best times change only between batches, so the threads make the
 	 * candidates. */
 	pool_for(pool, n, 1, 0, make_cand, &J);

@@ -48,17 +48,24 @@ const char *batch_mode_name(int mode);
 
 /* A candidate to evaluate, without its struct cand (made again when its
  * batch comes, from the index and what its judging found:
- * sweep_candidate_pending): a sweep of millions of candidates holds 24
+ * sweep_candidate_placed): a sweep of millions of candidates holds 32
  * bytes for each, not kilobytes. */
 struct batch_ref {
 	uint32_t index; /* in the sweep's space (sweep_candidate) */
 	int gpus;
 	double analytic_s, bound_s;
+	uint32_t place; /* its placement, places[place - 1] (0: made again) */
 };
 
 struct batch_space {
 	struct batch_ref *order; /* pending candidates, best-first */
 	size_t norder;
+	/* The pending candidates' distinct placements (sweep_placement: a
+	 * placement's own fields), each once: the judging made them, and
+	 * making them again was a dry run of the layer, the embedding and
+	 * the head per candidate (a balanced partition). */
+	struct layout *places;
+	size_t nplaces;
 	uint32_t *rejected;	  /* invalid or out of memory: their indices */
 	uint8_t *rejected_status; /* and their status (CS_INVALID, CS_OOM) */
 	size_t nrejected;
@@ -115,12 +122,14 @@ void batch_best_add(struct batch_best *b, const struct cand *c, int n);
  * heuristic, used in BATCH_SCREEN only. */
 void batch_screen(struct cand *k, int mode, double best, double margin);
 
-/* refs[0..n) made into batch[0..n) by the pool's threads and screened
- * (mode, best, sw's margin), those left to simulate given their canonical
- * keys (sweep_canon_key; the others 0); each screened one counted on pg
- * where not NULL. */
+/* refs[0..n) made into batch[0..n) by the pool's threads (their
+ * placements from places, batch_space's, where they have one; NULL: each
+ * made again) and screened (mode, best, sw's margin), those left to
+ * simulate given their canonical keys (sweep_canon_key; the others 0);
+ * each screened one counted on pg where not NULL. */
 void batch_make(const struct sweep *sw, struct pool *pool, const struct batch_ref *refs, int n,
-		int mode, struct batch_best *best, struct cand *batch, struct progress *pg);
+		const struct layout *places, int mode, struct batch_best *best, struct cand *batch,
+		struct progress *pg);
 
 /* The relative cost of simulating k: its pipeline units up to the few
  * microbatches its steady state is drawn through (sim/eval/hier.h). */

@@ -1094,6 +1094,47 @@ int sweep_candidate_pending(const struct sweep *s, uint64_t index, double analyt
 	return 0;
 }
 
+/* A placement's own fields, from onto to (synth_mem_layout sets no
+ * other: synth_partition, layout_partition_place). */
+static void place_fields(struct layout *to, const struct layout *from)
+{
+	memcpy(to->part, from->part, sizeof(to->part));
+	to->part_chunks = from->part_chunks;
+	to->part_first = from->part_first;
+	to->part_last = from->part_last;
+	to->part_mtp = from->part_mtp;
+	to->partition = from->partition;
+}
+
+int sweep_placement(const struct cand *c, struct layout *p)
+{
+	struct layout x;
+	if (c->placed.pp <= 0)
+		return 0;
+	memcpy(&x, &c->in.lay, sizeof(x));
+	place_fields(&x, &c->placed);
+	if (memcmp(&x, &c->placed, sizeof(x)) != 0)
+		return 0;
+	memset(p, 0, sizeof(*p));
+	place_fields(p, &c->placed);
+	return 1;
+}
+
+int sweep_candidate_placed(const struct sweep *s, uint64_t index, double analytic_s, double bound_s,
+			   const struct layout *p, struct cand *c)
+{
+	if (s->bl.pb.kind == PB_TRACE)
+		return sweep_candidate_pending(s, index, analytic_s, bound_s, c);
+	if (decode(s, index, c, 1))
+		return 1;
+	memcpy(&c->placed, &c->in.lay, sizeof(c->placed));
+	place_fields(&c->placed, p);
+	mem_estimate(&c->in.m, &c->placed, c->in.hw, &c->p.mem);
+	c->analytic_s = analytic_s;
+	c->bound_s = bound_s;
+	return 0;
+}
+
 /* 1 where the sweep lists more than one value of knob k. */
 static int swept(const struct sweep *s, int k)
 {

@@ -192,6 +192,19 @@ int sweep_verdict(const struct sweep *s, uint64_t index, struct cand *c);
 int sweep_candidate_pending(const struct sweep *s, uint64_t index, double analytic_s,
 			    double bound_s, struct cand *c);
 
+/* A pending candidate's placement (c->placed, synth_mem_layout) as its
+ * own fields alone -- partition, part[], part_chunks, part_first,
+ * part_last, part_mtp -- into p (the rest zero): 1 where c->placed is
+ * c->in.lay but those (so that sweep_candidate_placed makes it again from
+ * them), else 0.  Candidates share few placements: the search keeps each
+ * distinct one once (batch.h). */
+int sweep_placement(const struct cand *c, struct layout *p);
+
+/* sweep_candidate_pending with its placement's fields given (p, from
+ * sweep_placement of the same candidate): the placement not made again. */
+int sweep_candidate_placed(const struct sweep *s, uint64_t index, double analytic_s, double bound_s,
+			   const struct layout *p, struct cand *c);
+
 /*
  * Twins: candidates whose simulations are provably one another's, those
  * whose canonical inputs (synth_canonical: the input that builds the same

@@ -5,6 +5,7 @@
  * and the run description round trip.
  */
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -141,6 +142,135 @@ static void test_stage_host_one_pass(void **state)
 			assert_true(sa[s].xfer_fwd_s > 0 && sa[s].xfer_fwd_s == sb[s].xfer_fwd_s);
 			assert_true(sa[s].xfer_bwd_s == sb[s].xfer_bwd_s);
 			assert_true(sa[s].dp_last_s > 0 && sa[s].dp_last_s == sb[s].dp_last_s);
+		}
+	}
+}
+
+/* A layout for test_stage_host_memo: case k of its bases, its microbatch
+ * size and recomputation (what the optimizer's memo leaves out of its
+ * key). */
+#define MEMO_CASES 9
+static void moe_small(struct synth_in *in);
+static void memo_case(struct synth_in *in, int k, int mbs, int rc)
+{
+	small(in);
+	in->lay.pp = 2;
+	in->lay.dp = 2;
+	in->lay.zero = 1;
+	switch (k) {
+	case 1: /* fp16: unscaled gradients, their flag; no clipping */
+		in->lay.dtype = HW_FP16;
+		in->lay.clip_grad = 0;
+		break;
+	case 2: /* fp8 primary weights: amaxes and casts */
+		in->lay.dtype = HW_FP8;
+		in->lay.fp8_recipe = LAYOUT_FP8_DELAYED;
+		in->lay.fp8_param_gather = 1;
+		break;
+	case 3: /* FSDP2's ZeRO-3 */
+		in->lay.zero = 3;
+		in->lay.dp_impl = LAYOUT_DP_FSDP2;
+		break;
+	case 4: /* experts over their own group */
+		moe_small(in);
+		in->lay.pp = 2;
+		in->lay.ep = 2;
+		in->lay.dp = 4;
+		in->lay.zero = 1;
+		break;
+	case 5: /* interleaved, balanced: the placement moves with the times */
+		in->lay.pp = 4;
+		in->lay.schedule = LAYOUT_INTERLEAVED;
+		in->lay.vp = 2;
+		in->m.layers = 16;
+		in->lay.partition = LAYOUT_PART_BALANCED;
+		break;
+	case 6: /* context parallelism, tensor parallelism with sp */
+		in->lay.cp = 2;
+		in->lay.tp = 2;
+		in->lay.sp = 1;
+		break;
+	case 7: /* ZeRO-2, gradients reduced after the backward */
+		in->lay.zero = 2;
+		in->lay.overlap_grad = 0;
+		break;
+	case 8: /* ZeRO-0, no pipeline: the data-parallel work's buckets */
+		in->lay.pp = 1;
+		in->lay.zero = 0;
+		break;
+	default: /* ZeRO-1, fp32 optimizer, clipping */
+		break;
+	}
+	in->lay.mbs = mbs;
+	in->lay.microbatches = 8 / mbs;
+	in->lay.recompute = rc;
+}
+
+static const int memo_mbs[] = {1, 2, 4};
+static const int memo_rc[] = {LAYOUT_RECOMPUTE_NONE, LAYOUT_RECOMPUTE_FULL};
+#define MEMO_VARIANTS 6 /* memo_mbs x memo_rc */
+
+struct memo_run {
+	int k, v; /* the case, and its variant (-1: all, in order) */
+	struct synth_stage_host sh[MEMO_VARIANTS][LAYOUT_MAX_STAGES];
+};
+
+static void memo_variant(struct memo_run *m, int v)
+{
+	struct synth_in in;
+	memo_case(&in, m->k, memo_mbs[v / 2], memo_rc[v % 2]);
+	synth_stage_host(&in, m->sh[v]);
+}
+
+/* Run on a thread of its own: a memo of its own, empty (the variant
+ * cold), or (v -1) every variant in order, the later ones from it. */
+static void *memo_thread(void *arg)
+{
+	struct memo_run *m = arg;
+	if (m->v >= 0)
+		memo_variant(m, m->v);
+	for (int v = 0; m->v < 0 && v < MEMO_VARIANTS; v++)
+		memo_variant(m, v);
+	return NULL;
+}
+
+/*
+ * The estimate's stages' host times are kept per thread under a key
+ * without the microbatch size, the microbatch count and the
+ * recomputation (bound.c sh_memo): each case's six variants, timed one
+ * after the other on one thread (the later ones from the memo), give the
+ * same stages' times to the bit as each timed alone on a fresh thread
+ * (an empty memo).  And the claim the key rests on: run cold, the
+ * variants' times are equal -- the transfers', the optimizer's (host and
+ * kernels) and the data-parallel work's.
+ */
+static void test_stage_host_memo(void **state)
+{
+	(void)state;
+	for (int k = 0; k < MEMO_CASES; k++) {
+		static struct memo_run warm, cold[MEMO_VARIANTS];
+		struct synth_in in;
+		pthread_t t;
+		memo_case(&in, k, 1, LAYOUT_RECOMPUTE_NONE);
+		warm.k = k;
+		warm.v = -1;
+		assert_int_equal(pthread_create(&t, NULL, memo_thread, &warm), 0);
+		assert_int_equal(pthread_join(t, NULL), 0);
+		for (int v = 0; v < MEMO_VARIANTS; v++) {
+			cold[v].k = k;
+			cold[v].v = v;
+			assert_int_equal(pthread_create(&t, NULL, memo_thread, &cold[v]), 0);
+			assert_int_equal(pthread_join(t, NULL), 0);
+			assert_memory_equal(warm.sh[v], cold[v].sh[v],
+					    (size_t)in.lay.pp * sizeof(warm.sh[v][0]));
+		}
+		for (int s = 0; s < in.lay.pp; s++) {
+			assert_true(cold[0].sh[0][s].opt_s > 0 && cold[0].sh[0][s].opt_gpu_s > 0);
+			assert_true(in.lay.pp == 1 || cold[0].sh[0][s].xfer_fwd_s > 0);
+			assert_true(cold[0].sh[0][s].dp_bwd_s + cold[0].sh[0][s].dp_last_s > 0);
+			for (int v = 1; v < MEMO_VARIANTS; v++)
+				assert_memory_equal(&cold[v].sh[v][s], &cold[0].sh[0][s],
+						    sizeof(cold[0].sh[0][s]));
 		}
 	}
 }
@@ -7354,6 +7484,7 @@ int main(void)
 	    cmocka_unit_test(test_flops_formula),
 	    cmocka_unit_test(test_times_memo),
 	    cmocka_unit_test(test_stage_host_one_pass),
+	    cmocka_unit_test(test_stage_host_memo),
 	    cmocka_unit_test(test_pipeline_bubble),
 	    cmocka_unit_test(test_zb_bubble),
 	    cmocka_unit_test(test_zbv_bubble),

@@ -190,7 +190,9 @@ void synth_extra_host(const struct synth_in *in, struct synth_extra_host *h)
  * (synth_stage_host); a stage that makes more runs its pass again. */
 #define STAGE_HOST_LOG 4096
 
-void synth_stage_host(const struct synth_in *in, struct synth_stage_host *st)
+/* synth_stage_host's dry runs: in, its layout placed as lay. */
+static void stage_host_run(const struct synth_in *in, const struct layout *lay,
+			   struct synth_stage_host *st)
 {
 	static _Thread_local struct rankst rk[LAYOUT_MAX_STAGES];
 	static _Thread_local double log[STAGE_HOST_LOG];
@@ -203,7 +205,7 @@ void synth_stage_host(const struct synth_in *in, struct synth_stage_host *st)
 	c.dry_host = 1;
 	c.dry_out = 1; /* (layer -1 is outside every region, as built) */
 	memset(rk, 0, sizeof(rk[0]) * (size_t)pp);
-	synth_mem_layout(in, &c.lay);
+	c.lay = *lay;
 	sl_shape(in, &z);
 	for (int r = 0; r < pp; r++) {
 		rk[r].layer = -1;
@@ -244,6 +246,115 @@ void synth_stage_host(const struct synth_in *in, struct synth_stage_host *st)
 		if (!in->bare && (layout_dpc(&c.lay) > 1 || z.edp > 1))
 			ss_dp_host(&c, r, &z, &st[r].dp_fwd_s, &st[r].dp_bwd_s, &st[r].dp_last_s);
 	}
+}
+
+/*
+ * The stages' host times of the estimate, per thread: judging a sweep
+ * times every candidate's stages, and candidates that differ only in
+ * their microbatches (mbs, and the count it gives) or their
+ * recomputation time the same -- a dry run's host times count launches
+ * and event calls, which neither changes (the transfers, the data-parallel
+ * work's gathers and reductions, the optimizer's passes: one each
+ * whatever the microbatch holds, and a dry run of the data-parallel work
+ * runs no layer, recomputed or not), and the optimizer's kernels move the
+ * parameters alone (ss_optimizer, opt_pass, adam).  Kept under the
+ * input's layout and its placement with those three fields cleared
+ * (sh_key; the placement itself may move with them: a balanced one
+ * follows the layer's times), and the rest of the input and the profile
+ * (one per thread: a new one empties the memo).  test_synth's
+ * test_stage_host_memo checks the claim and the memo against cold runs.
+ */
+#define SH_MEMO	      256  /* entries, direct-mapped by the key's hash */
+#define SH_RING	      4096 /* the entries' stages, a ring */
+#define SH_MEMO_MAXPP 64   /* the deepest pipeline kept */
+struct sh_memo {
+	uint64_t h;  /* the key's hash (0: empty) */
+	uint64_t at; /* its stages' first place in the ring (sh_n's count) */
+	struct layout in_lay, lay;
+	int pp;
+};
+static _Thread_local struct sh_memo sh_memo[SH_MEMO];
+static _Thread_local struct synth_stage_host sh_ring[SH_RING];
+static _Thread_local uint64_t sh_n;	    /* stages written to the ring */
+static _Thread_local struct synth_in sh_in; /* its layout cleared, no profile */
+static _Thread_local struct hw_profile sh_hw;
+
+/* A layout as the stages' host times read it (sh_memo). */
+static void sh_key(struct layout *l)
+{
+	l->mbs = 0;
+	l->microbatches = 0;
+	l->recompute = 0;
+}
+
+/* The 64-bit words of p[0..n) mixed into h (n a multiple of 8). */
+static uint64_t words_hash(uint64_t h, const void *p, size_t n)
+{
+	const unsigned char *b = p;
+	for (size_t i = 0; i + 8 <= n; i += 8) {
+		uint64_t w;
+		memcpy(&w, b + i, 8);
+		h = (h ^ w) * 0x100000001b3u;
+		h ^= h >> 29;
+	}
+	return h;
+}
+
+/* in's key (kin, klay: its layout and lay, its placement, as sh_key
+ * leaves them; its entries emptied where the rest of in or its profile
+ * is not the memo's): the hash, never 0. */
+static uint64_t sh_memo_key(const struct synth_in *in, const struct layout *lay, struct layout *kin,
+			    struct layout *klay)
+{
+	struct synth_in x = *in;
+	uint64_t h;
+	memset(&x.lay, 0, sizeof(x.lay));
+	x.hw = NULL;
+	if (memcmp(&x, &sh_in, sizeof(x)) != 0 || memcmp(in->hw, &sh_hw, sizeof(sh_hw)) != 0) {
+		sh_in = x;
+		sh_hw = *in->hw;
+		for (int i = 0; i < SH_MEMO; i++)
+			sh_memo[i].h = 0;
+	}
+	*kin = in->lay;
+	*klay = *lay;
+	sh_key(kin);
+	sh_key(klay);
+	_Static_assert(sizeof(struct layout) % 8 == 0, "a layout hashed by words");
+	h = words_hash(words_hash(0xcbf29ce484222325u, kin, sizeof(*kin)), klay, sizeof(*klay));
+	return h ? h : 1;
+}
+
+void synth_stage_host(const struct synth_in *in, struct synth_stage_host *st)
+{
+	struct layout lay, kin, klay;
+	struct sh_memo *e;
+	int pp = in->lay.pp;
+	uint64_t h;
+
+	synth_mem_layout(in, &lay);
+	if (!in->hw || pp > SH_MEMO_MAXPP) {
+		stage_host_run(in, &lay, st);
+		return;
+	}
+	h = sh_memo_key(in, &lay, &kin, &klay);
+	e = &sh_memo[(h >> 40) % SH_MEMO];
+	/* (its stages still in the ring: not written over since) */
+	if (e->h == h && e->pp == pp && sh_n - e->at <= SH_RING &&
+	    memcmp(&e->in_lay, &kin, sizeof(kin)) == 0 &&
+	    memcmp(&e->lay, &klay, sizeof(klay)) == 0) {
+		for (int r = 0; r < pp; r++)
+			st[r] = sh_ring[(e->at + (uint64_t)r) % SH_RING];
+		return;
+	}
+	stage_host_run(in, &lay, st);
+	e->h = h;
+	e->at = sh_n;
+	e->in_lay = kin;
+	e->lay = klay;
+	e->pp = pp;
+	for (int r = 0; r < pp; r++)
+		sh_ring[sh_n++ % SH_RING] = st[r];
 }
 
 double synth_layer_tp_s(const struct synth_in *in, double *fwd_s)
