@@ -685,10 +685,28 @@ struct synth_pair_guard {
 	int64_t bound, len;
 };
 
+/* A map's task (synth_unit_map.task): its processor (an offset from the
+ * stage's host thread, 0 the host's), its kind (graph.h GN_*), its
+ * duration and, on a GPU, its busy time (settle.c's unit busy time: a
+ * unit task's its kernels' durations, a pair's its main lane's pieces'
+ * run in its run past every launch -- the same within its guard; any
+ * other task's -1: its span, end less start). */
+struct synth_map_task {
+	int32_t proc;
+	uint8_t kind;
+	int64_t dur, busy;
+};
+
 struct synth_unit_map {
 	uint32_t n_tasks, n_in, n_out;
 	const struct synth_port *in, *out;
 	const int64_t *m;
+	/* Every task's start row and end row (ts, te: task i's at i n_in;
+	 * its start is max_j(ts[i n_in + j] + in[j]), as the exits' rows),
+	 * and what each is (task[i]): the points' outputs read the tasks
+	 * inside (synth_ueval). */
+	const int64_t *ts, *te;
+	const struct synth_map_task *task;
 	/* Its pairs' guards, in their tasks' order: the map holds where each
 	 * holds, max_i(gm[2 g n_in + i] + in[i]) (guard g's task's start) -
 	 * max_i(gm[(2 g + 1) n_in + i] + in[i]) (the host start) >= bound;
@@ -783,6 +801,24 @@ struct synth_ueval {
 	 * task's end, so->unit_first/unit_last's first n_units / steps); -1
 	 * where a unit's last compute task is not an exit of its map. */
 	int64_t span_ns;
+	/* The points' outputs (docs/PERFORMANCE.md "The points' outputs
+	 * from the evaluator"), as settle.c and metrics.c take them from the
+	 * settled graph: each stage's step (step[rank * n_steps + step]) --
+	 * its host side from its first host task's start (host_a) to its
+	 * closing synchronize's end (host_b), its GPU tasks' first start
+	 * (gpu_a; INT64_MAX none) and last end (gpu_b), and metrics.c's
+	 * predicted step (pred_ns: the later of the host side and the GPU
+	 * side, from gpu_a to the next step's, else to gpu_b); the step time
+	 * (settle_out.iter_s: the slowest stage's, the mean over the steps
+	 * after the first); each stage's host time a step (its host tasks'
+	 * durations but its waits', over the steps: hier.c's point) and the
+	 * first step's busy time (settle_out.unit_busy_ns: its compute
+	 * stream's tasks inside the span, a unit task's kernels' run). */
+	struct synth_ueval_step {
+		int64_t host_a, host_b, gpu_a, gpu_b, pred_ns;
+	} * step;
+	double iter_s;
+	int64_t host_ns[LAYOUT_MAX_STAGES], busy_ns[LAYOUT_MAX_STAGES];
 };
 
 int synth_unit_eval(const struct synth_tpl *tpl, const struct synth_out *so, const struct graph *g,

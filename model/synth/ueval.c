@@ -605,20 +605,156 @@ static int64_t ev_exit_of(const struct ev *e, uint32_t v, uint8_t a, uint8_t b)
  * compute task's start to the last's end, of the first n_units / steps
  * units): the START exits and each unit's last compute task's exit (its
  * processor's END); -1 where one is not an exit. */
-static int64_t ev_span(const struct ev *e)
+static int64_t ev_span(const struct ev *e, int64_t *lo, int64_t *hi)
 {
 	const struct synth_out *so = e->so;
 	size_t per_step = so->steps > 0 ? so->n_units / (size_t)so->steps : 0;
-	int64_t lo = INT64_MAX, hi = INT64_MIN;
+	*lo = INT64_MAX;
+	*hi = INT64_MIN;
 	for (size_t k = 0; k < per_step; k++) {
 		int64_t a = ev_exit_of(e, so->unit_first[k], SYNTH_PORT_START, SYNTH_PORT_START);
 		int64_t b = ev_exit_of(e, so->unit_last[k], SYNTH_PORT_END, SYNTH_PORT_LAST);
 		if (a == INT64_MIN || b == INT64_MIN)
 			return -1;
-		lo = a < lo ? a : lo;
-		hi = b > hi ? b : hi;
+		*lo = a < *lo ? a : *lo;
+		*hi = b > *hi ? b : *hi;
 	}
-	return hi > lo ? hi - lo : 0;
+	return *hi > *lo ? *hi - *lo : 0;
+}
+
+/* Row r of n_in values on entries in: max_j (r[j] + in[j]), INT64_MIN
+ * none (a task's start or end, synth_unit_map.ts, te). */
+static int64_t ev_row(const int64_t *r, const int64_t *in, uint32_t n)
+{
+	int64_t x = INT64_MIN;
+	for (uint32_t j = 0; j < n; j++)
+		if (r[j] != INT64_MIN && in[j] != INT64_MIN && prism_time_add(in[j], r[j]) > x)
+			x = prism_time_add(in[j], r[j]);
+	return x;
+}
+
+/* Graph task v's start (end: its end) from its item's entries. */
+static int64_t ev_task_time(const struct ev *e, uint32_t v, int end)
+{
+	uint32_t i = v < e->g->n_nodes ? e->node_item[v] : NONE32, t = 0;
+	const struct synth_unit_map *mp;
+	const uint32_t *nodes;
+	if (i == NONE32)
+		return INT64_MIN;
+	mp = &e->map[i];
+	nodes = e->so->ulog_nodes + e->so->ulog[i].node0;
+	while (nodes[t] != v)
+		t++;
+	return ev_row((end ? mp->te : mp->ts) + (size_t)t * mp->n_in, e->vin + e->in0[i], mp->n_in);
+}
+
+/* Item i's tasks into ev's outputs: each stage's host time, its steps'
+ * GPU spans, its first step's busy time inside [lo, hi] on its compute
+ * stream (processor offset comp). */
+static void ev_item_out(const struct ev *e, uint32_t i, int32_t comp, int64_t lo, int64_t hi,
+			struct synth_ueval *ev)
+{
+	const struct synth_unit_rec *u = &e->so->ulog[i];
+	const struct synth_unit_map *mp = &e->map[i];
+	const int64_t *in = e->vin + e->in0[i];
+	struct synth_ueval_step *st = &ev->step[(size_t)u->rank * ev->n_steps + u->step];
+	int in_range = u->rank < LAYOUT_MAX_STAGES;
+
+	for (uint32_t t = 0; t < mp->n_tasks; t++) {
+		const struct synth_map_task *k = &mp->task[t];
+		int64_t a, b;
+		if (k->proc == 0) {
+			if (k->kind != GN_WAIT && in_range)
+				ev->host_ns[u->rank] += k->dur;
+			continue;
+		}
+		a = ev_row(mp->ts + (size_t)t * mp->n_in, in, mp->n_in);
+		b = ev_row(mp->te + (size_t)t * mp->n_in, in, mp->n_in);
+		st->gpu_a = a < st->gpu_a ? a : st->gpu_a;
+		st->gpu_b = b > st->gpu_b ? b : st->gpu_b;
+		if (k->proc == comp && in_range && hi > lo && a >= lo && b <= hi)
+			ev->busy_ns[u->rank] += k->busy >= 0 ? k->busy : b - a;
+	}
+}
+
+/* Each stage's steps as metrics.c's iterations take them (the host side,
+ * the GPU side to the next step's first GPU task, the later of them),
+ * and the step time: the slowest stage's, the mean over the steps after
+ * the first (metrics_step_time: in step order, as it sums). */
+static void ev_steps(struct synth_ueval *ev)
+{
+	double sum = 0;
+	int cnt = 0;
+	for (uint32_t r = 0; r < ev->n_ranks; r++)
+		for (uint32_t s = 0; s < ev->n_steps; s++) {
+			struct synth_ueval_step *a = &ev->step[(size_t)r * ev->n_steps + s];
+			const struct synth_ueval_step *nx = s + 1 < ev->n_steps ? a + 1 : NULL;
+			int64_t gpu = 0;
+			if (a->gpu_a != INT64_MAX) {
+				gpu = nx && nx->gpu_a != INT64_MAX && nx->gpu_a >= a->gpu_a
+					  ? nx->gpu_a - a->gpu_a
+					  : a->gpu_b - a->gpu_a;
+			}
+			a->pred_ns = a->host_b - a->host_a;
+			if (gpu > a->pred_ns)
+				a->pred_ns = gpu;
+		}
+	for (uint32_t s = ev->n_steps > 1 ? 1 : 0; s < ev->n_steps; s++) {
+		int64_t w = -1;
+		for (uint32_t r = 0; r < ev->n_ranks; r++)
+			if (ev->step[(size_t)r * ev->n_steps + s].pred_ns > w)
+				w = ev->step[(size_t)r * ev->n_steps + s].pred_ns;
+		if (w >= 0) {
+			sum += (double)w * 1e-9;
+			cnt++;
+		}
+	}
+	ev->iter_s = cnt ? sum / cnt : 0;
+}
+
+/* The points' outputs (synth.h synth_ueval.step ...): 0, or
+ * PRISM_ENOMEM. */
+static int ev_outputs(struct ev *e, struct synth_ueval *ev, int64_t lo, int64_t hi)
+{
+	const struct synth_out *so = e->so;
+	size_t ns = (size_t)ev->n_ranks * ev->n_steps;
+	int32_t comp[LAYOUT_MAX_STAGES];
+
+	ev->step = prism_malloc((ns ? ns : 1) * sizeof(*ev->step));
+	if (!ev->step)
+		return PRISM_ENOMEM;
+	for (size_t k = 0; k < ns; k++)
+		ev->step[k] =
+		    (struct synth_ueval_step){INT64_MIN, INT64_MIN, INT64_MAX, INT64_MIN, 0};
+	/* Each stage's compute stream, from its host thread (a unit's first
+	 * task runs there). */
+	for (int r = 0; r < LAYOUT_MAX_STAGES; r++)
+		comp[r] = -1;
+	for (size_t i = 0; i < so->n_ulog; i++) {
+		uint32_t r = so->ulog[i].rank;
+		if (r < LAYOUT_MAX_STAGES && r < (uint32_t)so->stages && comp[r] < 0)
+			comp[r] = (int32_t)(so->compute[r] -
+					    e->g->proc[so->ulog_nodes[so->ulog[i].node0]]);
+	}
+	for (size_t i = 0; i < so->n_ulog; i++)
+		ev_item_out(e, (uint32_t)i,
+			    so->ulog[i].rank < LAYOUT_MAX_STAGES ? comp[so->ulog[i].rank] : -1, lo,
+			    hi, ev);
+	for (int r = 0; r < LAYOUT_MAX_STAGES; r++)
+		ev->host_ns[r] /= so->steps > 0 ? so->steps : 1;
+	/* The host sides: the step's first host task's start, its closing
+	 * synchronize's end. */
+	for (size_t k = 0; k < so->n_steps; k++) {
+		uint32_t f = so->step_first[k], i = e->node_item[f];
+		struct synth_ueval_step *st;
+		if (i == NONE32)
+			return SYNTH_EVAL_UNCOVERED;
+		st = &ev->step[(size_t)so->ulog[i].rank * ev->n_steps + so->ulog[i].step];
+		st->host_a = ev_task_time(e, f, 0);
+		st->host_b = ev_task_time(e, so->step_last[k], 1);
+	}
+	ev_steps(ev);
+	return 0;
 }
 
 /* The results into ev: 0 or PRISM_ENOMEM. */
@@ -626,6 +762,8 @@ static int ev_take(struct ev *e, struct synth_ueval *ev)
 {
 	const struct synth_out *so = e->so;
 	size_t n = so->n_ulog;
+	int64_t lo, hi;
+	int rc;
 
 	ev->n_items = n;
 	ev->n_ranks = ev->n_steps = 0;
@@ -635,7 +773,9 @@ static int ev_take(struct ev *e, struct synth_ueval *ev)
 		if (so->ulog[i].step + 1 > ev->n_steps)
 			ev->n_steps = so->ulog[i].step + 1;
 	}
-	ev->span_ns = ev_span(e);
+	ev->span_ns = ev_span(e, &lo, &hi);
+	if ((rc = ev_outputs(e, ev, lo, hi)) != 0)
+		return rc;
 	ev->x = e->vout;
 	ev->off = e->out0;
 	e->vout = NULL;
@@ -704,5 +844,6 @@ void synth_ueval_free(struct synth_ueval *ev)
 	free(ev->x);
 	free(ev->off);
 	free(ev->end);
+	free(ev->step);
 	memset(ev, 0, sizeof(*ev));
 }

@@ -17,7 +17,7 @@
 #define MAP_MAX_IN 64
 
 static int um_pairs(struct ctx *c, const struct umap_view *v, struct umap_store *st,
-		    struct umap_at *at, int64_t *reach, int64_t *dur);
+		    struct umap_at *at, int64_t *reach, int64_t *dur, int64_t *busy);
 static int um_guard_rows(const struct umap_view *v, struct umap_store *st, const struct umap_at *at,
 			 const int64_t *S);
 
@@ -195,10 +195,61 @@ static void map_paths(const struct umap_view *v, const struct synth_port *pt, ui
 	}
 }
 
+/* v's tasks (synth.h synth_map_task) and their rows S, E (n_in each)
+ * appended to st: 0, or -1 when out of memory. */
+static int um_tasks(const struct umap_view *v, struct umap_store *st, uint32_t n_in,
+		    const int64_t *S, const int64_t *E, const int64_t *busy)
+{
+	size_t nr = (size_t)v->n * n_in;
+	if (VEC_RESERVE(st->rows, st->rows.n + 2 * nr) ||
+	    VEC_RESERVE(st->tasks, st->tasks.n + v->n))
+		return -1;
+	if (nr) {
+		memcpy(st->rows.v + st->rows.n, S, nr * sizeof(*S));
+		memcpy(st->rows.v + st->rows.n + nr, E, nr * sizeof(*E));
+	}
+	st->rows.n += 2 * nr;
+	for (uint32_t i = 0; i < v->n; i++)
+		st->tasks.v[st->tasks.n++] =
+		    (struct synth_map_task){(int32_t)(v->nd[i].proc - v->rk->host), v->nd[i].kind,
+					    v->nd[i].dur_ns, busy[i]};
+	return 0;
+}
+
+void um_store_free(struct umap_store *st)
+{
+	VEC_FREE(st->ports);
+	VEC_FREE(st->m);
+	VEC_FREE(st->guards);
+	VEC_FREE(st->gm);
+	VEC_FREE(st->rows);
+	VEC_FREE(st->tasks);
+}
+
+void um_store_empty(struct umap_store *st)
+{
+	st->ports.n = st->m.n = st->guards.n = st->gm.n = st->rows.n = st->tasks.n = 0;
+}
+
+/* Each unit task's busy time alone (a pair's: um_pairs), -1 for every
+ * other task. */
+static void map_busy(const struct umap_view *v, int64_t *busy)
+{
+	for (uint32_t i = 0; i < v->n; i++)
+		busy[i] = -1;
+	for (uint32_t k = 0; k < v->n_marks; k++) {
+		const struct fmark *mk = &v->marks[k];
+		int64_t b = 0;
+		for (uint32_t q = 0; q < mk->n_kern; q++)
+			b = prism_time_add(b, v->kerns[mk->kern0 + q].dur_ns);
+		busy[mk->node] = b;
+	}
+}
+
 int um_make(struct ctx *c, const struct umap_view *v, struct umap_store *st, struct umap_at *at)
 {
 	size_t n = v->n, ne = v->ne, rows;
-	int64_t *S, *E, *reach, *dur, *m;
+	int64_t *S, *E, *reach, *dur, *busy, *m;
 	uint32_t *off, *by;
 	int rc;
 
@@ -206,6 +257,8 @@ int um_make(struct ctx *c, const struct umap_view *v, struct umap_store *st, str
 	at->m0 = (uint32_t)st->m.n;
 	at->g0 = (uint32_t)st->guards.n;
 	at->gm0 = (uint32_t)st->gm.n;
+	at->r0 = (uint32_t)st->rows.n;
+	at->t0 = (uint32_t)st->tasks.n;
 	at->n_in = at->n_out = at->n_guard = 0;
 	for (uint32_t k = 0; k < ne; k++)
 		if (v->ed[k].src >= v->ed[k].dst || v->ed[k].dst >= n)
@@ -217,8 +270,9 @@ int um_make(struct ctx *c, const struct umap_view *v, struct umap_store *st, str
 		at->n_in = at->n_out = 0;
 		return rc < 0 ? -1 : 0;
 	}
-	rows = 2 * n * at->n_in + 2 * n;
-	/* The scratch: S, E, reach, dur, then the edges by their target. */
+	rows = 2 * n * at->n_in + 3 * n;
+	/* The scratch: S, E, reach, dur, busy, then the edges by their
+	 * target. */
 	if (VEC_RESERVE(c->fo.mscr, rows + (n + 1 + ne + 1) / 2 + 1) ||
 	    VEC_RESERVE(st->m, st->m.n + (size_t)at->n_in * at->n_out))
 		return -1;
@@ -226,7 +280,8 @@ int um_make(struct ctx *c, const struct umap_view *v, struct umap_store *st, str
 	E = S + n * at->n_in;
 	reach = E + n * at->n_in;
 	dur = reach + n;
-	off = (uint32_t *)(dur + n);
+	busy = dur + n;
+	off = (uint32_t *)(busy + n);
 	by = off + n + 1;
 	memset(off, 0, (n + 1) * sizeof(*off));
 	for (size_t k = 0; k < ne; k++)
@@ -240,16 +295,17 @@ int um_make(struct ctx *c, const struct umap_view *v, struct umap_store *st, str
 	off[0] = 0;
 	m = VEC_AT(st->m, at->m0);
 	map_reach(v, reach);
+	map_busy(v, busy);
 	for (size_t i = 0; i < n; i++)
 		dur[i] = v->nd[i].dur_ns;
-	if ((rc = um_pairs(c, v, st, at, reach, dur)) != 0) {
+	if ((rc = um_pairs(c, v, st, at, reach, dur, busy)) != 0) {
 		st->ports.n = at->port0;
 		st->guards.n = at->g0;
 		at->n_in = at->n_out = at->n_guard = 0;
 		return rc < 0 ? -1 : 0;
 	}
 	map_paths(v, VEC_AT(st->ports, at->port0), at->n_in, S, E, reach, dur, off, by, m);
-	if (um_guard_rows(v, st, at, S))
+	if (um_guard_rows(v, st, at, S) || um_tasks(v, st, at->n_in, S, E, busy))
 		return -1;
 	for (uint32_t o = 0; o < at->n_out; o++) {
 		const struct synth_port *p = &st->ports.v[at->port0 + at->n_in + o];
@@ -276,6 +332,9 @@ void um_get(const struct umap_store *st, const struct umap_at *at, uint32_t n,
 	map->n_guard = at->n_guard;
 	map->guard = VEC_AT(st->guards, at->g0);
 	map->gm = VEC_AT(st->gm, at->gm0);
+	map->ts = VEC_AT(st->rows, at->r0);
+	map->te = map->ts ? map->ts + (size_t)n * at->n_in : NULL;
+	map->task = VEC_AT(st->tasks, at->t0);
 }
 
 /* The tail's tasks and edges as a view: 1; 0 where an edge comes from
@@ -353,6 +412,7 @@ int um_tail(struct ctx *c, int r, size_t k0, size_t e0, const uint32_t *last0)
 	if (rc == 0) {
 		t.map.port0 = (uint32_t)c->fo.tmaps.ports.n, t.map.m0 = (uint32_t)c->fo.tmaps.m.n;
 		t.map.g0 = (uint32_t)c->fo.tmaps.guards.n, t.map.gm0 = (uint32_t)c->fo.tmaps.gm.n;
+		t.map.r0 = (uint32_t)c->fo.tmaps.rows.n, t.map.t0 = (uint32_t)c->fo.tmaps.tasks.n;
 	}
 	return VEC_PUSH(c->fo.tails, t) ? -1 : 0;
 }
@@ -393,6 +453,7 @@ struct prun {
 	int64_t host;
 	int64_t *ends; /* each piece's end: the main lane's, then the side's */
 	int64_t *pre;  /* NULL, or each piece's release but for its launch */
+	int64_t busy;  /* the main lane's pieces' run (sim.c lane_end) */
 	double rate_comp, rate_comm;
 };
 
@@ -422,6 +483,8 @@ static double prate(const struct prun *R, const struct plane *L, const struct pl
 static void pl_end(struct prun *R, int l, int64_t b)
 {
 	struct plane *L = &R->L[l];
+	if (!l)
+		R->busy += b - L->at;
 	R->ends[L->off + L->k] = b;
 	L->prev = b;
 	L->k++;
@@ -499,6 +562,7 @@ static int64_t pair_run(struct prun *R, uint32_t k0, uint32_t n0, uint32_t k2, u
 {
 	int64_t since = t;
 	memset(R->L, 0, sizeof(R->L));
+	R->busy = 0;
 	R->host = h;
 	R->L[0].base = k0, R->L[0].n = n0, R->L[0].off = 0;
 	R->L[1].base = k2, R->L[1].n = n2, R->L[1].off = n0;
@@ -608,7 +672,7 @@ int synth_tpl_pair_end(const struct synth_tpl *tpl, uint32_t t, uint32_t task, i
  * block each other (no map), -1 when out of memory.
  */
 static int um_pairs(struct ctx *c, const struct umap_view *v, struct umap_store *st,
-		    struct umap_at *at, int64_t *reach, int64_t *dur)
+		    struct umap_at *at, int64_t *reach, int64_t *dur, int64_t *busy)
 {
 	double sc = c->in->bare ? 0 : c->in->hw->slow_compute;
 	double sm = c->in->bare ? 0 : c->in->hw->slow_comm;
@@ -645,6 +709,7 @@ static int um_pairs(struct ctx *c, const struct umap_view *v, struct umap_store 
 				bound = rel - R.pre[q];
 		}
 		dur[mk->node] = len;
+		busy[mk->node] = R.busy;
 		if (R.rate_comp == 1.0 && R.rate_comm == 1.0) {
 			/* From lo - len - 1, host 0: the start's paths end
 			 * before any launch's (each at least its rel). */
