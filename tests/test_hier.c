@@ -3116,7 +3116,9 @@ static void outputs_hold(const struct logged *r, const struct synth_ueval *ev)
 	for (int k = 0; k < LAYOUT_MAX_STAGES; k++) {
 		assert_int_equal(ev->host_ns[k], host[k] / (r->so.steps > 0 ? r->so.steps : 1));
 		assert_int_equal(ev->busy_ns[k], r->st.unit_busy_ns[k]);
+		assert_int_equal(ev->launch_bound_stage[k], r->st.launch_bound_stage[k]);
 	}
+	assert_int_equal(ev->launch_bound, r->st.launch_bound);
 	free(ga);
 	free(gb);
 }
@@ -3200,6 +3202,9 @@ static int evals_hold(const struct synth_in *in)
 		/* the first step's unit span, one of the points' outputs */
 		assert_int_equal(ev.span_ns, r.st.unit_span_ns);
 		outputs_hold(&r, &ev);
+		print_message("launch-bound %lld, step %.6f ms, busy[0] %lld\n",
+			      (long long)ev.launch_bound, ev.iter_s * 1e3,
+			      (long long)ev.busy_ns[0]);
 		free(last);
 		synth_ueval_free(&ev);
 	}

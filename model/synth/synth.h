@@ -686,15 +686,20 @@ struct synth_pair_guard {
 };
 
 /* A map's task (synth_unit_map.task): its processor (an offset from the
- * stage's host thread, 0 the host's), its kind (graph.h GN_*), its
- * duration and, on a GPU, its busy time (settle.c's unit busy time: a
- * unit task's its kernels' durations, a pair's its main lane's pieces'
- * run in its run past every launch -- the same within its guard; any
- * other task's -1: its span, end less start). */
+ * stage's host thread, 0 the host's), its kind (graph.h GN_*), whether it
+ * is a pair (sim.h "pairs"), its duration as the map runs it (a unit
+ * task's: its kernels' rest; a pair's: its run past every launch) and, on
+ * a GPU, its busy time (settle.c's unit busy time: a unit task's its
+ * kernels' durations, a pair's its main lane's pieces' run in its run
+ * past every launch -- the same within its guard; any other task's -1:
+ * its span, end less start); a unit task's reach (sim_fold_pieces: its
+ * end is no earlier than its unit's host start plus it; INT64_MIN none)
+ * and a pair's bound (synth_pair_guard's: from a start at least this
+ * after its host start, no launch holds a piece; INT64_MIN none). */
 struct synth_map_task {
 	int32_t proc;
-	uint8_t kind;
-	int64_t dur, busy;
+	uint8_t kind, pair;
+	int64_t dur, busy, reach, bound;
 };
 
 struct synth_unit_map {
@@ -706,6 +711,13 @@ struct synth_unit_map {
 	 * and what each is (task[i]): the points' outputs read the tasks
 	 * inside (synth_ueval). */
 	const int64_t *ts, *te;
+	/* A GPU task's releases by source, the same form: from host tasks
+	 * (its launch, tl), from any other task (tr: the task before it on
+	 * its stream, an event's source), each with its lag; the launch
+	 * binds it (settle.c's launch-bound count) where tl's is the later
+	 * (sim.c mp_release: at a tie the one released first, never the
+	 * launch).  INT64_MIN rows for host tasks. */
+	const int64_t *tl, *tr;
 	const struct synth_map_task *task;
 	/* Its pairs' guards, in their tasks' order: the map holds where each
 	 * holds, max_i(gm[2 g n_in + i] + in[i]) (guard g's task's start) -
@@ -736,6 +748,12 @@ int synth_pair_end(const struct synth_fold_kern *kerns, const struct synth_fold_
  * its pieces (its main and side lanes'). */
 int synth_tpl_pair_end(const struct synth_tpl *tpl, uint32_t t, uint32_t task, int64_t start,
 		       int64_t host, int64_t *ends, size_t n_ends, int64_t *end);
+
+/* The same, and *held: whether a launch held one of its pieces (sim.c
+ * lane_next's rule: its launch later than both its other releases; the
+ * sim then counts the pair launch-bound). */
+int synth_tpl_pair_held(const struct synth_tpl *tpl, uint32_t t, uint32_t task, int64_t start,
+			int64_t host, int64_t *ends, size_t n_ends, int64_t *end, int *held);
 
 /* Template t of tpl's last build (synth_unit_rec.tpl): its map into *map
  * (pointing into tpl, valid until its next build): 0, or -1 where tpl has
@@ -819,6 +837,11 @@ struct synth_ueval {
 	} * step;
 	double iter_s;
 	int64_t host_ns[LAYOUT_MAX_STAGES], busy_ns[LAYOUT_MAX_STAGES];
+	/* settle_out.launch_bound and launch_bound_stage: GPU tasks whose
+	 * launch decided their start (sim.c mp_release's binding, a unit
+	 * task's held by its launches, a rendezvous' member bound by the
+	 * last to arrive). */
+	int64_t launch_bound, launch_bound_stage[LAYOUT_MAX_STAGES];
 };
 
 int synth_unit_eval(const struct synth_tpl *tpl, const struct synth_out *so, const struct graph *g,

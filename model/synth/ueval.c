@@ -44,6 +44,7 @@ static int coll_cmp(const void *a, const void *b)
 
 /* The evaluator's working state. */
 struct ev {
+	const struct synth_tpl *tpl;
 	const struct synth_out *so;
 	const struct graph *g;
 	struct synth_unit_map *map; /* each item's */
@@ -648,11 +649,58 @@ static int64_t ev_task_time(const struct ev *e, uint32_t v, int end)
 	return ev_row((end ? mp->te : mp->ts) + (size_t)t * mp->n_in, e->vin + e->in0[i], mp->n_in);
 }
 
+/* Whether GPU task t of item i (its start a) was bound by its launch, as
+ * settle.c counts it: its launch's release later than its other ones
+ * (sim.c mp_release; at a tie the one released first binds: never the
+ * launch), unless a transfer with other members that another arrived
+ * last for (bound by that one) -- and, a unit task, whatever its edges,
+ * where its launches held its kernels (fold_final: its end past its
+ * start plus its rest; a pair's: a piece whose launch came after its
+ * other releases, pair_final, stepped where its start is before its
+ * bound).  1, 0, or -1 where the pair's lanes could not be stepped. */
+static int ev_bound(const struct ev *e, uint32_t i, uint32_t t, int64_t a)
+{
+	const struct synth_unit_map *mp = &e->map[i];
+	const struct synth_map_task *k = &mp->task[t];
+	const int64_t *in = e->vin + e->in0[i];
+	size_t r = (size_t)t * mp->n_in;
+	int64_t hl = ev_row(mp->tl + r, in, mp->n_in), ol = ev_row(mp->tr + r, in, mp->n_in), h;
+	uint32_t j = port_of(mp->in, mp->n_in, SYNTH_PORT_PEER, t);
+	int lb = hl != INT64_MIN && hl > ol;
+
+	if (j != NONE32 && in[j] != INT64_MIN) {
+		uint32_t o = port_of(mp->out, mp->n_out, SYNTH_PORT_ARRIVE, t);
+		if (o == NONE32 || e->vout[e->out0[i] + o] <= in[j])
+			lb = 0;
+	}
+	if (k->reach == INT64_MIN && !k->pair)
+		return lb;
+	h = ev_row(mp->ts, in, mp->n_in); /* its unit's host start */
+	if (!k->pair)
+		return lb || prism_time_add(h, k->reach) > prism_time_add(a, k->dur);
+	if (a - h >= k->bound)
+		return lb;
+	/* Stepped (room for its pieces' ends grown until it fits). */
+	for (size_t np = 256; np <= ((size_t)1 << 20); np *= 16) {
+		int64_t *ends = prism_malloc(np * sizeof(*ends)), end;
+		int held = 0, rc;
+		if (!ends)
+			return -1;
+		rc =
+		    synth_tpl_pair_held(e->tpl, e->so->ulog[i].tpl, t, a, h, ends, np, &end, &held);
+		free(ends);
+		if (rc >= 0)
+			return rc ? -1 : lb || held;
+	}
+	return -1;
+}
+
 /* Item i's tasks into ev's outputs: each stage's host time, its steps'
  * GPU spans, its first step's busy time inside [lo, hi] on its compute
- * stream (processor offset comp). */
-static void ev_item_out(const struct ev *e, uint32_t i, int32_t comp, int64_t lo, int64_t hi,
-			struct synth_ueval *ev)
+ * stream (processor offset comp), its launch-bound tasks: 0, or
+ * SYNTH_EVAL_NOMAP where a pair's lanes could not be stepped. */
+static int ev_item_out(const struct ev *e, uint32_t i, int32_t comp, int64_t lo, int64_t hi,
+		       struct synth_ueval *ev)
 {
 	const struct synth_unit_rec *u = &e->so->ulog[i];
 	const struct synth_unit_map *mp = &e->map[i];
@@ -672,9 +720,19 @@ static void ev_item_out(const struct ev *e, uint32_t i, int32_t comp, int64_t lo
 		b = ev_row(mp->te + (size_t)t * mp->n_in, in, mp->n_in);
 		st->gpu_a = a < st->gpu_a ? a : st->gpu_a;
 		st->gpu_b = b > st->gpu_b ? b : st->gpu_b;
+		switch (ev_bound(e, i, t, a)) {
+		case 1:
+			ev->launch_bound++;
+			if (in_range)
+				ev->launch_bound_stage[u->rank]++;
+			break;
+		case -1:
+			return SYNTH_EVAL_NOMAP;
+		}
 		if (k->proc == comp && in_range && hi > lo && a >= lo && b <= hi)
 			ev->busy_ns[u->rank] += k->busy >= 0 ? k->busy : b - a;
 	}
+	return 0;
 }
 
 /* Each stage's steps as metrics.c's iterations take them (the host side,
@@ -736,10 +794,13 @@ static int ev_outputs(struct ev *e, struct synth_ueval *ev, int64_t lo, int64_t 
 			comp[r] = (int32_t)(so->compute[r] -
 					    e->g->proc[so->ulog_nodes[so->ulog[i].node0]]);
 	}
-	for (size_t i = 0; i < so->n_ulog; i++)
-		ev_item_out(e, (uint32_t)i,
-			    so->ulog[i].rank < LAYOUT_MAX_STAGES ? comp[so->ulog[i].rank] : -1, lo,
-			    hi, ev);
+	for (size_t i = 0; i < so->n_ulog; i++) {
+		uint32_t r = so->ulog[i].rank;
+		int rc =
+		    ev_item_out(e, (uint32_t)i, r < LAYOUT_MAX_STAGES ? comp[r] : -1, lo, hi, ev);
+		if (rc)
+			return rc;
+	}
 	for (int r = 0; r < LAYOUT_MAX_STAGES; r++)
 		ev->host_ns[r] /= so->steps > 0 ? so->steps : 1;
 	/* The host sides: the step's first host task's start, its closing
@@ -806,6 +867,7 @@ int synth_unit_eval(const struct synth_tpl *tpl, const struct synth_out *so, con
 	memset(&e, 0, sizeof(e));
 	if (!so->ulog || so->n_ulog == so->n_tails || so->n_tails == 0)
 		return SYNTH_EVAL_NOLOG;
+	e.tpl = tpl;
 	e.so = so;
 	e.g = g;
 	if ((rc = ev_items(&e, tpl)) != 0 || (rc = ev_instances(&e)) != 0)
