@@ -698,7 +698,7 @@ struct synth_pair_guard {
  * after its host start, no launch holds a piece; INT64_MIN none). */
 struct synth_map_task {
 	int32_t proc;
-	uint8_t kind, pair;
+	uint8_t kind, pair, launched; /* launched: a host task releases it (tl) */
 	int64_t dur, busy, reach, bound;
 };
 

@@ -28,20 +28,6 @@ struct ev_coll {
 	uint32_t pg, seq, kind, rank, node;
 };
 
-static int coll_cmp(const void *a, const void *b)
-{
-	const struct ev_coll *x = a, *y = b;
-	if (x->pg != y->pg)
-		return x->pg < y->pg ? -1 : 1;
-	if (x->seq != y->seq)
-		return x->seq < y->seq ? -1 : 1;
-	if (x->kind != y->kind)
-		return x->kind < y->kind ? -1 : 1;
-	if (x->rank != y->rank)
-		return x->rank < y->rank ? -1 : 1;
-	return x->node < y->node ? -1 : x->node > y->node;
-}
-
 /* The evaluator's working state. */
 struct ev {
 	const struct synth_tpl *tpl;
@@ -181,23 +167,6 @@ static uint32_t port_of(const struct synth_port *p, uint32_t n, uint8_t kind, ui
 	return NONE32;
 }
 
-/* An item's place in its stage's walk. */
-struct ev_ord {
-	uint32_t rank, step, tail, i;
-};
-
-static int order_cmp(const void *a, const void *b)
-{
-	const struct ev_ord *x = a, *y = b;
-	if (x->rank != y->rank)
-		return x->rank < y->rank ? -1 : 1;
-	if (x->step != y->step)
-		return x->step < y->step ? -1 : 1;
-	if (x->tail != y->tail)
-		return x->tail < y->tail ? -1 : 1;
-	return x->i < y->i ? -1 : x->i > y->i;
-}
-
 /* The items' maps, ports and tasks: 0, SYNTH_EVAL_*, PRISM_ENOMEM. */
 static int ev_items(struct ev *e, const struct synth_tpl *tpl)
 {
@@ -249,27 +218,64 @@ static int ev_items(struct ev *e, const struct synth_tpl *tpl)
 static int ev_instances(struct ev *e)
 {
 	const struct graph *g = e->g;
-	uint32_t nc = g->n_colls;
+	uint32_t nc = g->n_colls, cap = 16, ni = 0, *tab, *id, *rep, *pos;
+	struct ev_coll *x;
+	void *blk;
 
+	while (cap < 2 * (size_t)nc)
+		cap *= 2;
 	e->colls = prism_malloc((nc ? nc : 1) * sizeof(*e->colls));
 	e->inst_n = prism_malloc((nc ? nc : 1) * sizeof(*e->inst_n));
-	if (!e->colls || !e->inst_n)
+	blk = prism_malloc((size_t)nc * sizeof(*x) + (3 * (size_t)nc + 1 + cap) * sizeof(*tab));
+	if (!e->colls || !e->inst_n || !blk) {
+		free(blk);
 		return PRISM_ENOMEM;
+	}
+	x = blk;
+	tab = (uint32_t *)(x + nc);
+	id = tab + cap;
+	rep = id + nc;
+	pos = rep + nc;
+	for (uint32_t k = 0; k < cap; k++)
+		tab[k] = NONE32;
+	/* Each collective's instance by (pg, seq, kind), hashed, in the order
+	 * first met; then the collectives by instance (a counting sort). */
 	for (uint32_t c = 0; c < nc; c++) {
 		uint8_t k = g->colls[c].kind;
-		e->colls[c] =
-		    (struct ev_coll){g->colls[c].pg, g->colls[c].seq,
-				     k == GC_SEND || k == GC_RECV ? GC_SEND_RECV : k,
-				     g->procs[g->proc[g->colls[c].node]].rank, g->colls[c].node};
+		uint64_t h;
+		uint32_t q;
+		x[c] = (struct ev_coll){g->colls[c].pg, g->colls[c].seq,
+					k == GC_SEND || k == GC_RECV ? GC_SEND_RECV : k,
+					g->procs[g->proc[g->colls[c].node]].rank, g->colls[c].node};
+		h = ((uint64_t)x[c].pg * 0x9E3779B97F4A7C15ull) ^
+		    (((uint64_t)x[c].seq << 8 | x[c].kind) * 0xC2B2AE3D27D4EB4Full);
+		for (q = (uint32_t)(h ^ (h >> 29)) & (cap - 1); tab[q] != NONE32;
+		     q = (q + 1) & (cap - 1))
+			if (x[rep[tab[q]]].pg == x[c].pg && x[rep[tab[q]]].seq == x[c].seq &&
+			    x[rep[tab[q]]].kind == x[c].kind)
+				break;
+		if (tab[q] == NONE32) {
+			tab[q] = ni;
+			rep[ni++] = c;
+		}
+		id[c] = tab[q];
 	}
-	qsort(e->colls, nc, sizeof(*e->colls), coll_cmp);
+	memset(pos, 0, ((size_t)ni + 1) * sizeof(*pos));
+	for (uint32_t c = 0; c < nc; c++)
+		pos[id[c] + 1]++;
+	for (uint32_t k = 0; k < ni; k++)
+		pos[k + 1] += pos[k];
+	for (uint32_t c = 0; c < nc; c++)
+		e->colls[pos[id[c]]++] = x[c];
+	free(blk);
 	for (uint32_t a = 0, b; a < nc; a = b) {
 		for (b = a + 1;
 		     b < nc && e->colls[b].pg == e->colls[a].pg &&
 		     e->colls[b].seq == e->colls[a].seq && e->colls[b].kind == e->colls[a].kind;
 		     b++)
-			if (e->colls[b].rank == e->colls[b - 1].rank)
-				return SYNTH_EVAL_RENDEZVOUS;
+			for (uint32_t k = a; k < b; k++)
+				if (e->colls[k].rank == e->colls[b].rank)
+					return SYNTH_EVAL_RENDEZVOUS;
 		for (uint32_t k = a; k < b; k++)
 			e->inst_n[k] = b - a;
 	}
@@ -555,8 +561,8 @@ static int ev_guards(const struct ev *e)
 /* The walk's order and the working arrays: 0 or PRISM_ENOMEM. */
 static int ev_alloc(struct ev *e)
 {
-	size_t n = e->so->n_ulog;
-	struct ev_ord *ord;
+	size_t n = e->so->n_ulog, nk;
+	uint32_t ranks = 0, steps = 0, *pos;
 
 	e->order = prism_malloc(n * sizeof(*e->order));
 	e->item_of = prism_malloc((e->n_in + e->n_out + 1) * sizeof(*e->item_of));
@@ -568,19 +574,29 @@ static int ev_alloc(struct ev *e)
 	if (!e->order || !e->item_of || !e->pend_in || !e->pend_out || !e->work || !e->vin ||
 	    !e->vout)
 		return PRISM_ENOMEM;
-	ord = prism_malloc(n * sizeof(*ord));
-	if (!ord)
-		return PRISM_ENOMEM;
 	for (size_t i = 0; i < n; i++) {
 		const struct synth_unit_rec *u = &e->so->ulog[i];
-		ord[i] = (struct ev_ord){u->rank, u->step, i >= n - e->so->n_tails, (uint32_t)i};
+		ranks = u->rank + 1 > ranks ? u->rank + 1 : ranks;
+		steps = u->step + 1 > steps ? u->step + 1 : steps;
 		for (uint32_t o = 0; o < e->map[i].n_out; o++)
 			e->item_of[e->n_in + e->out0[i] + o] = (uint32_t)i;
 	}
-	qsort(ord, n, sizeof(*ord), order_cmp);
+	/* By stage, step, units before the tail, then build order: a
+	 * counting sort on the first three (stable). */
+	nk = (size_t)ranks * steps * 2;
+	if (!(pos = prism_calloc(nk + 1, sizeof(*pos))))
+		return PRISM_ENOMEM;
+#define EV_KEY(i)                                                                                  \
+	(((size_t)e->so->ulog[i].rank * steps + e->so->ulog[i].step) * 2 +                         \
+	 ((i) >= n - e->so->n_tails))
 	for (size_t i = 0; i < n; i++)
-		e->order[i] = ord[i].i;
-	free(ord);
+		pos[EV_KEY(i) + 1]++;
+	for (size_t k = 0; k < nk; k++)
+		pos[k + 1] += pos[k];
+	for (size_t i = 0; i < n; i++)
+		e->order[pos[EV_KEY(i)]++] = (uint32_t)i;
+#undef EV_KEY
+	free(pos);
 	return 0;
 }
 
@@ -664,9 +680,11 @@ static int ev_bound(const struct ev *e, uint32_t i, uint32_t t, int64_t a)
 	const struct synth_map_task *k = &mp->task[t];
 	const int64_t *in = e->vin + e->in0[i];
 	size_t r = (size_t)t * mp->n_in;
-	int64_t hl = ev_row(mp->tl + r, in, mp->n_in), ol = ev_row(mp->tr + r, in, mp->n_in), h;
-	uint32_t j = port_of(mp->in, mp->n_in, SYNTH_PORT_PEER, t);
-	int lb = hl != INT64_MIN && hl > ol;
+	uint32_t j = k->kind == GN_P2P || k->kind == GN_COLL
+			 ? port_of(mp->in, mp->n_in, SYNTH_PORT_PEER, t)
+			 : NONE32;
+	int64_t h, hl = k->launched ? ev_row(mp->tl + r, in, mp->n_in) : INT64_MIN;
+	int lb = hl != INT64_MIN && hl > ev_row(mp->tr + r, in, mp->n_in);
 
 	if (j != NONE32 && in[j] != INT64_MIN) {
 		uint32_t o = port_of(mp->out, mp->n_out, SYNTH_PORT_ARRIVE, t);

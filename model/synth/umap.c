@@ -210,15 +210,21 @@ static int um_tasks(const struct umap_view *v, struct umap_store *st, uint32_t n
 	if (nr)
 		memcpy(st->rows.v + st->rows.n, rows, 4 * nr * sizeof(*rows));
 	st->rows.n += 4 * nr;
-	for (uint32_t i = 0; i < v->n; i++)
+	for (uint32_t i = 0; i < v->n; i++) {
+		const int64_t *l = rows + 2 * nr + (size_t)i * n_in;
+		uint8_t launched = 0;
+		for (uint32_t j = 0; j < n_in && !launched; j++)
+			launched = l[j] != INT64_MIN;
 		st->tasks.v[st->tasks.n++] =
 		    (struct synth_map_task){(int32_t)(v->nd[i].proc - v->rk->host),
 					    v->nd[i].kind,
 					    bound[i] != INT64_MIN,
+					    launched,
 					    dur[i],
 					    busy[i],
 					    reach[i],
 					    bound[i]};
+	}
 	return 0;
 }
 
