@@ -788,8 +788,12 @@ int synth_tpl_tail_map(const struct synth_tpl *tpl, uint32_t i, struct synth_uni
  * by exit.  g is the build's graph, read only for what the log does not
  * say: its task count (every task must be in a unit or a tail), which
  * collectives are one instance (the simulator's rule: process group,
- * sequence, kind, one member a rank), and, contention on, whether a
- * rank's contended tasks lie on two streams; no time of it is read.
+ * sequence, kind, one member a rank), each stage's compute stream's
+ * offset from its host thread (the processor of a unit's first task),
+ * and, contention on, whether a rank's contended tasks lie on two
+ * streams; no time of it is read.  The points' outputs (synth_ueval.step
+ * ...) read every task's rows (synth_unit_map.ts ...) and so's steps'
+ * first and last tasks.
  * Exact to the nanosecond where it evaluates (test_hier's
  * test_unit_eval holds it against the settled graph).  A unit whose
  * template has a map of any form (a pair's, once made) is read as any.
