@@ -3064,6 +3064,72 @@ static int64_t exit_settled(const struct graph *g, const struct sim *sm, const u
 	return sm->start_ns[v];
 }
 
+/* The points' outputs of ev (synth.h synth_ueval.step ...) against the
+ * settled build r, each as settle.c, metrics.c and hier.c's point take it
+ * from the settled graph: each stage's step's host side (the graph's
+ * iteration, settle.c's), its GPU tasks' span (by the graph's iteration of
+ * each task), metrics.c's predicted step, the step time (the same double),
+ * each stage's host time a step (its host tasks but waits, hier.c
+ * point_run) and the first step's busy time (settle_out.unit_busy_ns). */
+static void outputs_hold(const struct logged *r, const struct synth_ueval *ev)
+{
+	const struct graph *g = r->g;
+	struct metrics_iter *its = NULL;
+	size_t ns = (size_t)ev->n_ranks * ev->n_steps;
+	int64_t *ga = malloc(ns * sizeof(*ga)), *gb = malloc(ns * sizeof(*gb));
+	int64_t host[LAYOUT_MAX_STAGES] = {0};
+	long n;
+
+	assert_non_null(ga);
+	assert_non_null(gb);
+	for (size_t k = 0; k < ns; k++)
+		ga[k] = INT64_MAX, gb[k] = INT64_MIN;
+	for (uint32_t i = 0; i < g->n_iters; i++) {
+		const struct graph_iter *gi = &g->iters[i];
+		const struct synth_ueval_step *st =
+		    &ev->step[(size_t)gi->rank * ev->n_steps + (uint32_t)gi->step];
+		assert_int_equal(st->host_a, gi->start_ns);
+		assert_int_equal(st->host_b, gi->start_ns + gi->dur_ns);
+	}
+	for (uint32_t p = 0; p < g->n_procs; p++) {
+		const struct graph_proc *pr = &g->procs[p];
+		for (uint32_t u = pr->first; u < pr->first + pr->n; u++) {
+			const struct graph_iter *gi;
+			size_t k;
+			if (!pr->gpu) {
+				if (g->kind[u] != GN_WAIT && pr->rank < LAYOUT_MAX_STAGES)
+					host[pr->rank] += g->dur_ns[u];
+				continue;
+			}
+			assert_true(g->iter[u] >= 0 && (uint32_t)g->iter[u] < g->n_iters);
+			gi = &g->iters[g->iter[u]];
+			k = (size_t)gi->rank * ev->n_steps + (uint32_t)gi->step;
+			ga[k] = r->sm->start_ns[u] < ga[k] ? r->sm->start_ns[u] : ga[k];
+			gb[k] = r->sm->end_ns[u] > gb[k] ? r->sm->end_ns[u] : gb[k];
+		}
+	}
+	for (size_t k = 0; k < ns; k++) {
+		assert_int_equal(ev->step[k].gpu_a, ga[k]);
+		assert_int_equal(ev->step[k].gpu_b, gb[k]);
+	}
+	n = metrics_iteration_times(r->sm, &its);
+	assert_int_equal(n, (long)ns);
+	for (long i = 0; i < n; i++)
+		assert_int_equal(
+		    ev->step[(size_t)its[i].rank * ev->n_steps + (uint32_t)its[i].step].pred_ns,
+		    its[i].predicted_ns);
+	free(its);
+	assert_true(ev->iter_s == r->st.iter_s);
+	for (int k = 0; k < LAYOUT_MAX_STAGES; k++) {
+		assert_int_equal(ev->host_ns[k], host[k] / (r->so.steps > 0 ? r->so.steps : 1));
+		assert_int_equal(ev->busy_ns[k], r->st.unit_busy_ns[k]);
+		assert_int_equal(ev->launch_bound_stage[k], r->st.launch_bound_stage[k]);
+	}
+	assert_int_equal(ev->launch_bound, r->st.launch_bound);
+	free(ga);
+	free(gb);
+}
+
 /* The evaluator (synth.h synth_unit_eval) on in's build, its answer; where
  * it evaluates, every exit of every unit and tail equals the settled
  * graph's to the nanosecond, and each stage's step end (its tail's host
@@ -3142,6 +3208,10 @@ static int evals_hold(const struct synth_in *in)
 			assert_int_equal(ev.end[k], last[k]);
 		/* the first step's unit span, one of the points' outputs */
 		assert_int_equal(ev.span_ns, r.st.unit_span_ns);
+		outputs_hold(&r, &ev);
+		print_message("launch-bound %lld, step %.6f ms, busy[0] %lld\n",
+			      (long long)ev.launch_bound, ev.iter_s * 1e3,
+			      (long long)ev.busy_ns[0]);
 		free(last);
 		synth_ueval_free(&ev);
 	}

@@ -1271,14 +1271,8 @@ void sf_release(struct ctx *c)
 	VEC_FREE(c->fo.ftext);
 	VEC_FREE(c->fo.fstrs);
 	VEC_FREE(c->fo.fseqs);
-	VEC_FREE(c->fo.fmaps.ports);
-	VEC_FREE(c->fo.fmaps.m);
-	VEC_FREE(c->fo.tmaps.ports);
-	VEC_FREE(c->fo.tmaps.m);
-	VEC_FREE(c->fo.fmaps.guards);
-	VEC_FREE(c->fo.fmaps.gm);
-	VEC_FREE(c->fo.tmaps.guards);
-	VEC_FREE(c->fo.tmaps.gm);
+	um_store_free(&c->fo.fmaps);
+	um_store_free(&c->fo.tmaps);
 	VEC_FREE(c->fo.mscr);
 	VEC_FREE(c->fo.pscr);
 	VEC_FREE(c->fo.mrows);
@@ -1304,8 +1298,8 @@ int sf_carry_in(struct ctx *c, struct synth_tpl *tpl)
 		c->fo.fmarks.n = c->fo.fexts.n = c->fo.fkerns.n = 0;
 		c->fo.ftext.n = c->fo.fstrs.n = c->fo.fseqs.n = 0;
 		c->fo.fkeys.n = c->fo.fktab.n = c->fo.fpgs.n = c->fo.fcpg.n = 0;
-		c->fo.fprole.n = c->fo.fmaps.ports.n = c->fo.fmaps.m.n = 0;
-		c->fo.fmaps.guards.n = c->fo.fmaps.gm.n = 0;
+		c->fo.fprole.n = 0;
+		um_store_empty(&c->fo.fmaps);
 	}
 	tpl->key = key;
 	tpl->have = 0;
@@ -1321,8 +1315,8 @@ int sf_carry_in(struct ctx *c, struct synth_tpl *tpl)
 	c->fo.rec = 0;
 	c->fo.marks.n = 0;
 	c->fo.ulog.n = 0;
-	c->fo.tails.n = c->fo.tmaps.ports.n = c->fo.tmaps.m.n = 0;
-	c->fo.tmaps.guards.n = c->fo.tmaps.gm.n = 0;
+	c->fo.tails.n = 0;
+	um_store_empty(&c->fo.tmaps);
 	c->fo.tasks_folded = 0;
 	c->fo.units_folded = c->fo.units_kept = 0;
 	c->fo.carry = 1;

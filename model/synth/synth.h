@@ -685,10 +685,40 @@ struct synth_pair_guard {
 	int64_t bound, len;
 };
 
+/* A map's task (synth_unit_map.task): its processor (an offset from the
+ * stage's host thread, 0 the host's), its kind (graph.h GN_*), whether it
+ * is a pair (sim.h "pairs"), its duration as the map runs it (a unit
+ * task's: its kernels' rest; a pair's: its run past every launch) and, on
+ * a GPU, its busy time (settle.c's unit busy time: a unit task's its
+ * kernels' durations, a pair's its main lane's pieces' run in its run
+ * past every launch -- the same within its guard; any other task's -1:
+ * its span, end less start); a unit task's reach (sim_fold_pieces: its
+ * end is no earlier than its unit's host start plus it; INT64_MIN none)
+ * and a pair's bound (synth_pair_guard's: from a start at least this
+ * after its host start, no launch holds a piece; INT64_MIN none). */
+struct synth_map_task {
+	int32_t proc;
+	uint8_t kind, pair, launched; /* launched: a host task releases it (tl) */
+	int64_t dur, busy, reach, bound;
+};
+
 struct synth_unit_map {
 	uint32_t n_tasks, n_in, n_out;
 	const struct synth_port *in, *out;
 	const int64_t *m;
+	/* Every task's start row and end row (ts, te: task i's at i n_in;
+	 * its start is max_j(ts[i n_in + j] + in[j]), as the exits' rows),
+	 * and what each is (task[i]): the points' outputs read the tasks
+	 * inside (synth_ueval). */
+	const int64_t *ts, *te;
+	/* A GPU task's releases by source, the same form: from host tasks
+	 * (its launch, tl), from any other task (tr: the task before it on
+	 * its stream, an event's source), each with its lag; the launch
+	 * binds it (settle.c's launch-bound count) where tl's is the later
+	 * (sim.c mp_release: at a tie the one released first, never the
+	 * launch).  INT64_MIN rows for host tasks. */
+	const int64_t *tl, *tr;
+	const struct synth_map_task *task;
 	/* Its pairs' guards, in their tasks' order: the map holds where each
 	 * holds, max_i(gm[2 g n_in + i] + in[i]) (guard g's task's start) -
 	 * max_i(gm[(2 g + 1) n_in + i] + in[i]) (the host start) >= bound;
@@ -718,6 +748,12 @@ int synth_pair_end(const struct synth_fold_kern *kerns, const struct synth_fold_
  * its pieces (its main and side lanes'). */
 int synth_tpl_pair_end(const struct synth_tpl *tpl, uint32_t t, uint32_t task, int64_t start,
 		       int64_t host, int64_t *ends, size_t n_ends, int64_t *end);
+
+/* The same, and *held: whether a launch held one of its pieces (sim.c
+ * lane_next's rule: its launch later than both its other releases; the
+ * sim then counts the pair launch-bound). */
+int synth_tpl_pair_held(const struct synth_tpl *tpl, uint32_t t, uint32_t task, int64_t start,
+			int64_t host, int64_t *ends, size_t n_ends, int64_t *end, int *held);
 
 /* Template t of tpl's last build (synth_unit_rec.tpl): its map into *map
  * (pointing into tpl, valid until its next build): 0, or -1 where tpl has
@@ -752,8 +788,12 @@ int synth_tpl_tail_map(const struct synth_tpl *tpl, uint32_t i, struct synth_uni
  * by exit.  g is the build's graph, read only for what the log does not
  * say: its task count (every task must be in a unit or a tail), which
  * collectives are one instance (the simulator's rule: process group,
- * sequence, kind, one member a rank), and, contention on, whether a
- * rank's contended tasks lie on two streams; no time of it is read.
+ * sequence, kind, one member a rank), each stage's compute stream's
+ * offset from its host thread (the processor of a unit's first task),
+ * and, contention on, whether a rank's contended tasks lie on two
+ * streams; no time of it is read.  The points' outputs (synth_ueval.step
+ * ...) read every task's rows (synth_unit_map.ts ...) and so's steps'
+ * first and last tasks.
  * Exact to the nanosecond where it evaluates (test_hier's
  * test_unit_eval holds it against the settled graph).  A unit whose
  * template has a map of any form (a pair's, once made) is read as any.
@@ -783,6 +823,29 @@ struct synth_ueval {
 	 * task's end, so->unit_first/unit_last's first n_units / steps); -1
 	 * where a unit's last compute task is not an exit of its map. */
 	int64_t span_ns;
+	/* The points' outputs (docs/PERFORMANCE.md "The points' outputs
+	 * from the evaluator"), as settle.c and metrics.c take them from the
+	 * settled graph: each stage's step (step[rank * n_steps + step]) --
+	 * its host side from its first host task's start (host_a) to its
+	 * closing synchronize's end (host_b), its GPU tasks' first start
+	 * (gpu_a; INT64_MAX none) and last end (gpu_b), and metrics.c's
+	 * predicted step (pred_ns: the later of the host side and the GPU
+	 * side, from gpu_a to the next step's, else to gpu_b); the step time
+	 * (settle_out.iter_s: the slowest stage's, the mean over the steps
+	 * after the first); each stage's host time a step (its host tasks'
+	 * durations but its waits', over the steps: hier.c's point) and the
+	 * first step's busy time (settle_out.unit_busy_ns: its compute
+	 * stream's tasks inside the span, a unit task's kernels' run). */
+	struct synth_ueval_step {
+		int64_t host_a, host_b, gpu_a, gpu_b, pred_ns;
+	} * step;
+	double iter_s;
+	int64_t host_ns[LAYOUT_MAX_STAGES], busy_ns[LAYOUT_MAX_STAGES];
+	/* settle_out.launch_bound and launch_bound_stage: GPU tasks whose
+	 * launch decided their start (sim.c mp_release's binding, a unit
+	 * task's held by its launches, a rendezvous' member bound by the
+	 * last to arrive). */
+	int64_t launch_bound, launch_bound_stage[LAYOUT_MAX_STAGES];
 };
 
 int synth_unit_eval(const struct synth_tpl *tpl, const struct synth_out *so, const struct graph *g,

@@ -156,12 +156,17 @@ struct umap_store {
 	 * rows of n_in: the pair's start, its unit's host start. */
 	VEC(struct synth_pair_guard) guards;
 	VEC(int64_t) gm;
+	/* Each map's tasks' start and end rows (2 n n_in: every start row,
+	 * then every end row) and what each task is. */
+	VEC(int64_t) rows;
+	VEC(struct synth_map_task) tasks;
 };
 
 /* (g0, n_guard: its guards from g0 in guards; their rows from gm0 in gm) */
 struct umap_at {
 	uint32_t port0, n_in, n_out, m0;
 	uint32_t g0, n_guard, gm0;
+	uint32_t r0, t0; /* its rows from r0 in rows, its tasks from t0 */
 };
 
 /* A folded unit (found by its content, fold.c): its tasks, edges (ids
@@ -889,6 +894,9 @@ void sf_release(struct ctx *c);
  * (n_in 0: none, where v has a pair's side lane or too many entries): 0,
  * or -1 when out of memory. */
 int um_make(struct ctx *c, const struct umap_view *v, struct umap_store *st, struct umap_at *at);
+/* st's arrays freed; st emptied, its memory kept. */
+void um_store_free(struct umap_store *st);
+void um_store_empty(struct umap_store *st);
 /* The map at *at in st, of n tasks, as synth.h gives it. */
 void um_get(const struct umap_store *st, const struct umap_at *at, uint32_t n,
 	    struct synth_unit_map *map);

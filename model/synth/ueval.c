@@ -28,22 +28,9 @@ struct ev_coll {
 	uint32_t pg, seq, kind, rank, node;
 };
 
-static int coll_cmp(const void *a, const void *b)
-{
-	const struct ev_coll *x = a, *y = b;
-	if (x->pg != y->pg)
-		return x->pg < y->pg ? -1 : 1;
-	if (x->seq != y->seq)
-		return x->seq < y->seq ? -1 : 1;
-	if (x->kind != y->kind)
-		return x->kind < y->kind ? -1 : 1;
-	if (x->rank != y->rank)
-		return x->rank < y->rank ? -1 : 1;
-	return x->node < y->node ? -1 : x->node > y->node;
-}
-
 /* The evaluator's working state. */
 struct ev {
+	const struct synth_tpl *tpl;
 	const struct synth_out *so;
 	const struct graph *g;
 	struct synth_unit_map *map; /* each item's */
@@ -180,23 +167,6 @@ static uint32_t port_of(const struct synth_port *p, uint32_t n, uint8_t kind, ui
 	return NONE32;
 }
 
-/* An item's place in its stage's walk. */
-struct ev_ord {
-	uint32_t rank, step, tail, i;
-};
-
-static int order_cmp(const void *a, const void *b)
-{
-	const struct ev_ord *x = a, *y = b;
-	if (x->rank != y->rank)
-		return x->rank < y->rank ? -1 : 1;
-	if (x->step != y->step)
-		return x->step < y->step ? -1 : 1;
-	if (x->tail != y->tail)
-		return x->tail < y->tail ? -1 : 1;
-	return x->i < y->i ? -1 : x->i > y->i;
-}
-
 /* The items' maps, ports and tasks: 0, SYNTH_EVAL_*, PRISM_ENOMEM. */
 static int ev_items(struct ev *e, const struct synth_tpl *tpl)
 {
@@ -248,27 +218,64 @@ static int ev_items(struct ev *e, const struct synth_tpl *tpl)
 static int ev_instances(struct ev *e)
 {
 	const struct graph *g = e->g;
-	uint32_t nc = g->n_colls;
+	uint32_t nc = g->n_colls, cap = 16, ni = 0, *tab, *id, *rep, *pos;
+	struct ev_coll *x;
+	void *blk;
 
+	while (cap < 2 * (size_t)nc)
+		cap *= 2;
 	e->colls = prism_malloc((nc ? nc : 1) * sizeof(*e->colls));
 	e->inst_n = prism_malloc((nc ? nc : 1) * sizeof(*e->inst_n));
-	if (!e->colls || !e->inst_n)
+	blk = prism_malloc((size_t)nc * sizeof(*x) + (3 * (size_t)nc + 1 + cap) * sizeof(*tab));
+	if (!e->colls || !e->inst_n || !blk) {
+		free(blk);
 		return PRISM_ENOMEM;
+	}
+	x = blk;
+	tab = (uint32_t *)(x + nc);
+	id = tab + cap;
+	rep = id + nc;
+	pos = rep + nc;
+	for (uint32_t k = 0; k < cap; k++)
+		tab[k] = NONE32;
+	/* Each collective's instance by (pg, seq, kind), hashed, in the order
+	 * first met; then the collectives by instance (a counting sort). */
 	for (uint32_t c = 0; c < nc; c++) {
 		uint8_t k = g->colls[c].kind;
-		e->colls[c] =
-		    (struct ev_coll){g->colls[c].pg, g->colls[c].seq,
-				     k == GC_SEND || k == GC_RECV ? GC_SEND_RECV : k,
-				     g->procs[g->proc[g->colls[c].node]].rank, g->colls[c].node};
+		uint64_t h;
+		uint32_t q;
+		x[c] = (struct ev_coll){g->colls[c].pg, g->colls[c].seq,
+					k == GC_SEND || k == GC_RECV ? GC_SEND_RECV : k,
+					g->procs[g->proc[g->colls[c].node]].rank, g->colls[c].node};
+		h = ((uint64_t)x[c].pg * 0x9E3779B97F4A7C15ull) ^
+		    (((uint64_t)x[c].seq << 8 | x[c].kind) * 0xC2B2AE3D27D4EB4Full);
+		for (q = (uint32_t)(h ^ (h >> 29)) & (cap - 1); tab[q] != NONE32;
+		     q = (q + 1) & (cap - 1))
+			if (x[rep[tab[q]]].pg == x[c].pg && x[rep[tab[q]]].seq == x[c].seq &&
+			    x[rep[tab[q]]].kind == x[c].kind)
+				break;
+		if (tab[q] == NONE32) {
+			tab[q] = ni;
+			rep[ni++] = c;
+		}
+		id[c] = tab[q];
 	}
-	qsort(e->colls, nc, sizeof(*e->colls), coll_cmp);
+	memset(pos, 0, ((size_t)ni + 1) * sizeof(*pos));
+	for (uint32_t c = 0; c < nc; c++)
+		pos[id[c] + 1]++;
+	for (uint32_t k = 0; k < ni; k++)
+		pos[k + 1] += pos[k];
+	for (uint32_t c = 0; c < nc; c++)
+		e->colls[pos[id[c]]++] = x[c];
+	free(blk);
 	for (uint32_t a = 0, b; a < nc; a = b) {
 		for (b = a + 1;
 		     b < nc && e->colls[b].pg == e->colls[a].pg &&
 		     e->colls[b].seq == e->colls[a].seq && e->colls[b].kind == e->colls[a].kind;
 		     b++)
-			if (e->colls[b].rank == e->colls[b - 1].rank)
-				return SYNTH_EVAL_RENDEZVOUS;
+			for (uint32_t k = a; k < b; k++)
+				if (e->colls[k].rank == e->colls[b].rank)
+					return SYNTH_EVAL_RENDEZVOUS;
 		for (uint32_t k = a; k < b; k++)
 			e->inst_n[k] = b - a;
 	}
@@ -554,8 +561,8 @@ static int ev_guards(const struct ev *e)
 /* The walk's order and the working arrays: 0 or PRISM_ENOMEM. */
 static int ev_alloc(struct ev *e)
 {
-	size_t n = e->so->n_ulog;
-	struct ev_ord *ord;
+	size_t n = e->so->n_ulog, nk;
+	uint32_t ranks = 0, steps = 0, *pos;
 
 	e->order = prism_malloc(n * sizeof(*e->order));
 	e->item_of = prism_malloc((e->n_in + e->n_out + 1) * sizeof(*e->item_of));
@@ -567,19 +574,29 @@ static int ev_alloc(struct ev *e)
 	if (!e->order || !e->item_of || !e->pend_in || !e->pend_out || !e->work || !e->vin ||
 	    !e->vout)
 		return PRISM_ENOMEM;
-	ord = prism_malloc(n * sizeof(*ord));
-	if (!ord)
-		return PRISM_ENOMEM;
 	for (size_t i = 0; i < n; i++) {
 		const struct synth_unit_rec *u = &e->so->ulog[i];
-		ord[i] = (struct ev_ord){u->rank, u->step, i >= n - e->so->n_tails, (uint32_t)i};
+		ranks = u->rank + 1 > ranks ? u->rank + 1 : ranks;
+		steps = u->step + 1 > steps ? u->step + 1 : steps;
 		for (uint32_t o = 0; o < e->map[i].n_out; o++)
 			e->item_of[e->n_in + e->out0[i] + o] = (uint32_t)i;
 	}
-	qsort(ord, n, sizeof(*ord), order_cmp);
+	/* By stage, step, units before the tail, then build order: a
+	 * counting sort on the first three (stable). */
+	nk = (size_t)ranks * steps * 2;
+	if (!(pos = prism_calloc(nk + 1, sizeof(*pos))))
+		return PRISM_ENOMEM;
+#define EV_KEY(i)                                                                                  \
+	(((size_t)e->so->ulog[i].rank * steps + e->so->ulog[i].step) * 2 +                         \
+	 ((i) >= n - e->so->n_tails))
 	for (size_t i = 0; i < n; i++)
-		e->order[i] = ord[i].i;
-	free(ord);
+		pos[EV_KEY(i) + 1]++;
+	for (size_t k = 0; k < nk; k++)
+		pos[k + 1] += pos[k];
+	for (size_t i = 0; i < n; i++)
+		e->order[pos[EV_KEY(i)]++] = (uint32_t)i;
+#undef EV_KEY
+	free(pos);
 	return 0;
 }
 
@@ -605,20 +622,218 @@ static int64_t ev_exit_of(const struct ev *e, uint32_t v, uint8_t a, uint8_t b)
  * compute task's start to the last's end, of the first n_units / steps
  * units): the START exits and each unit's last compute task's exit (its
  * processor's END); -1 where one is not an exit. */
-static int64_t ev_span(const struct ev *e)
+static int64_t ev_span(const struct ev *e, int64_t *lo, int64_t *hi)
 {
 	const struct synth_out *so = e->so;
 	size_t per_step = so->steps > 0 ? so->n_units / (size_t)so->steps : 0;
-	int64_t lo = INT64_MAX, hi = INT64_MIN;
+	*lo = INT64_MAX;
+	*hi = INT64_MIN;
 	for (size_t k = 0; k < per_step; k++) {
 		int64_t a = ev_exit_of(e, so->unit_first[k], SYNTH_PORT_START, SYNTH_PORT_START);
 		int64_t b = ev_exit_of(e, so->unit_last[k], SYNTH_PORT_END, SYNTH_PORT_LAST);
 		if (a == INT64_MIN || b == INT64_MIN)
 			return -1;
-		lo = a < lo ? a : lo;
-		hi = b > hi ? b : hi;
+		*lo = a < *lo ? a : *lo;
+		*hi = b > *hi ? b : *hi;
 	}
-	return hi > lo ? hi - lo : 0;
+	return *hi > *lo ? *hi - *lo : 0;
+}
+
+/* Row r of n_in values on entries in: max_j (r[j] + in[j]), INT64_MIN
+ * none (a task's start or end, synth_unit_map.ts, te). */
+static int64_t ev_row(const int64_t *r, const int64_t *in, uint32_t n)
+{
+	int64_t x = INT64_MIN;
+	for (uint32_t j = 0; j < n; j++)
+		if (r[j] != INT64_MIN && in[j] != INT64_MIN && prism_time_add(in[j], r[j]) > x)
+			x = prism_time_add(in[j], r[j]);
+	return x;
+}
+
+/* Graph task v's start (end: its end) from its item's entries. */
+static int64_t ev_task_time(const struct ev *e, uint32_t v, int end)
+{
+	uint32_t i = v < e->g->n_nodes ? e->node_item[v] : NONE32, t = 0;
+	const struct synth_unit_map *mp;
+	const uint32_t *nodes;
+	if (i == NONE32)
+		return INT64_MIN;
+	mp = &e->map[i];
+	nodes = e->so->ulog_nodes + e->so->ulog[i].node0;
+	while (nodes[t] != v)
+		t++;
+	return ev_row((end ? mp->te : mp->ts) + (size_t)t * mp->n_in, e->vin + e->in0[i], mp->n_in);
+}
+
+/* Whether GPU task t of item i (its start a) was bound by its launch, as
+ * settle.c counts it: its launch's release later than its other ones
+ * (sim.c mp_release; at a tie the one released first binds: never the
+ * launch), unless a transfer with other members that another arrived
+ * last for (bound by that one) -- and, a unit task, whatever its edges,
+ * where its launches held its kernels (fold_final: its end past its
+ * start plus its rest; a pair's: a piece whose launch came after its
+ * other releases, pair_final, stepped where its start is before its
+ * bound).  1, 0, or -1 where the pair's lanes could not be stepped. */
+static int ev_bound(const struct ev *e, uint32_t i, uint32_t t, int64_t a)
+{
+	const struct synth_unit_map *mp = &e->map[i];
+	const struct synth_map_task *k = &mp->task[t];
+	const int64_t *in = e->vin + e->in0[i];
+	size_t r = (size_t)t * mp->n_in;
+	uint32_t j = k->kind == GN_P2P || k->kind == GN_COLL
+			 ? port_of(mp->in, mp->n_in, SYNTH_PORT_PEER, t)
+			 : NONE32;
+	int64_t h, hl = k->launched ? ev_row(mp->tl + r, in, mp->n_in) : INT64_MIN;
+	int lb = hl != INT64_MIN && hl > ev_row(mp->tr + r, in, mp->n_in);
+
+	if (j != NONE32 && in[j] != INT64_MIN) {
+		uint32_t o = port_of(mp->out, mp->n_out, SYNTH_PORT_ARRIVE, t);
+		if (o == NONE32 || e->vout[e->out0[i] + o] <= in[j])
+			lb = 0;
+	}
+	if (k->reach == INT64_MIN && !k->pair)
+		return lb;
+	h = ev_row(mp->ts, in, mp->n_in); /* its unit's host start */
+	if (!k->pair)
+		return lb || prism_time_add(h, k->reach) > prism_time_add(a, k->dur);
+	if (a - h >= k->bound)
+		return lb;
+	/* Stepped (room for its pieces' ends grown until it fits). */
+	for (size_t np = 256; np <= ((size_t)1 << 20); np *= 16) {
+		int64_t *ends = prism_malloc(np * sizeof(*ends)), end;
+		int held = 0, rc;
+		if (!ends)
+			return -1;
+		rc =
+		    synth_tpl_pair_held(e->tpl, e->so->ulog[i].tpl, t, a, h, ends, np, &end, &held);
+		free(ends);
+		if (rc >= 0)
+			return rc ? -1 : lb || held;
+	}
+	return -1;
+}
+
+/* Item i's tasks into ev's outputs: each stage's host time, its steps'
+ * GPU spans, its first step's busy time inside [lo, hi] on its compute
+ * stream (processor offset comp), its launch-bound tasks: 0, or
+ * SYNTH_EVAL_NOMAP where a pair's lanes could not be stepped. */
+static int ev_item_out(const struct ev *e, uint32_t i, int32_t comp, int64_t lo, int64_t hi,
+		       struct synth_ueval *ev)
+{
+	const struct synth_unit_rec *u = &e->so->ulog[i];
+	const struct synth_unit_map *mp = &e->map[i];
+	const int64_t *in = e->vin + e->in0[i];
+	struct synth_ueval_step *st = &ev->step[(size_t)u->rank * ev->n_steps + u->step];
+	int in_range = u->rank < LAYOUT_MAX_STAGES;
+
+	for (uint32_t t = 0; t < mp->n_tasks; t++) {
+		const struct synth_map_task *k = &mp->task[t];
+		int64_t a, b;
+		if (k->proc == 0) {
+			if (k->kind != GN_WAIT && in_range)
+				ev->host_ns[u->rank] += k->dur;
+			continue;
+		}
+		a = ev_row(mp->ts + (size_t)t * mp->n_in, in, mp->n_in);
+		b = ev_row(mp->te + (size_t)t * mp->n_in, in, mp->n_in);
+		st->gpu_a = a < st->gpu_a ? a : st->gpu_a;
+		st->gpu_b = b > st->gpu_b ? b : st->gpu_b;
+		switch (ev_bound(e, i, t, a)) {
+		case 1:
+			ev->launch_bound++;
+			if (in_range)
+				ev->launch_bound_stage[u->rank]++;
+			break;
+		case -1:
+			return SYNTH_EVAL_NOMAP;
+		}
+		if (k->proc == comp && in_range && hi > lo && a >= lo && b <= hi)
+			ev->busy_ns[u->rank] += k->busy >= 0 ? k->busy : b - a;
+	}
+	return 0;
+}
+
+/* Each stage's steps as metrics.c's iterations take them (the host side,
+ * the GPU side to the next step's first GPU task, the later of them),
+ * and the step time: the slowest stage's, the mean over the steps after
+ * the first (metrics_step_time: in step order, as it sums). */
+static void ev_steps(struct synth_ueval *ev)
+{
+	double sum = 0;
+	int cnt = 0;
+	for (uint32_t r = 0; r < ev->n_ranks; r++)
+		for (uint32_t s = 0; s < ev->n_steps; s++) {
+			struct synth_ueval_step *a = &ev->step[(size_t)r * ev->n_steps + s];
+			const struct synth_ueval_step *nx = s + 1 < ev->n_steps ? a + 1 : NULL;
+			int64_t gpu = 0;
+			if (a->gpu_a != INT64_MAX) {
+				gpu = nx && nx->gpu_a != INT64_MAX && nx->gpu_a >= a->gpu_a
+					  ? nx->gpu_a - a->gpu_a
+					  : a->gpu_b - a->gpu_a;
+			}
+			a->pred_ns = a->host_b - a->host_a;
+			if (gpu > a->pred_ns)
+				a->pred_ns = gpu;
+		}
+	for (uint32_t s = ev->n_steps > 1 ? 1 : 0; s < ev->n_steps; s++) {
+		int64_t w = -1;
+		for (uint32_t r = 0; r < ev->n_ranks; r++)
+			if (ev->step[(size_t)r * ev->n_steps + s].pred_ns > w)
+				w = ev->step[(size_t)r * ev->n_steps + s].pred_ns;
+		if (w >= 0) {
+			sum += (double)w * 1e-9;
+			cnt++;
+		}
+	}
+	ev->iter_s = cnt ? sum / cnt : 0;
+}
+
+/* The points' outputs (synth.h synth_ueval.step ...): 0, or
+ * PRISM_ENOMEM. */
+static int ev_outputs(struct ev *e, struct synth_ueval *ev, int64_t lo, int64_t hi)
+{
+	const struct synth_out *so = e->so;
+	size_t ns = (size_t)ev->n_ranks * ev->n_steps;
+	int32_t comp[LAYOUT_MAX_STAGES];
+
+	ev->step = prism_malloc((ns ? ns : 1) * sizeof(*ev->step));
+	if (!ev->step)
+		return PRISM_ENOMEM;
+	for (size_t k = 0; k < ns; k++)
+		ev->step[k] =
+		    (struct synth_ueval_step){INT64_MIN, INT64_MIN, INT64_MAX, INT64_MIN, 0};
+	/* Each stage's compute stream, from its host thread (a unit's first
+	 * task runs there). */
+	for (int r = 0; r < LAYOUT_MAX_STAGES; r++)
+		comp[r] = -1;
+	for (size_t i = 0; i < so->n_ulog; i++) {
+		uint32_t r = so->ulog[i].rank;
+		if (r < LAYOUT_MAX_STAGES && r < (uint32_t)so->stages && comp[r] < 0)
+			comp[r] = (int32_t)(so->compute[r] -
+					    e->g->proc[so->ulog_nodes[so->ulog[i].node0]]);
+	}
+	for (size_t i = 0; i < so->n_ulog; i++) {
+		uint32_t r = so->ulog[i].rank;
+		int rc =
+		    ev_item_out(e, (uint32_t)i, r < LAYOUT_MAX_STAGES ? comp[r] : -1, lo, hi, ev);
+		if (rc)
+			return rc;
+	}
+	for (int r = 0; r < LAYOUT_MAX_STAGES; r++)
+		ev->host_ns[r] /= so->steps > 0 ? so->steps : 1;
+	/* The host sides: the step's first host task's start, its closing
+	 * synchronize's end. */
+	for (size_t k = 0; k < so->n_steps; k++) {
+		uint32_t f = so->step_first[k], i = e->node_item[f];
+		struct synth_ueval_step *st;
+		if (i == NONE32)
+			return SYNTH_EVAL_UNCOVERED;
+		st = &ev->step[(size_t)so->ulog[i].rank * ev->n_steps + so->ulog[i].step];
+		st->host_a = ev_task_time(e, f, 0);
+		st->host_b = ev_task_time(e, so->step_last[k], 1);
+	}
+	ev_steps(ev);
+	return 0;
 }
 
 /* The results into ev: 0 or PRISM_ENOMEM. */
@@ -626,6 +841,8 @@ static int ev_take(struct ev *e, struct synth_ueval *ev)
 {
 	const struct synth_out *so = e->so;
 	size_t n = so->n_ulog;
+	int64_t lo, hi;
+	int rc;
 
 	ev->n_items = n;
 	ev->n_ranks = ev->n_steps = 0;
@@ -635,7 +852,9 @@ static int ev_take(struct ev *e, struct synth_ueval *ev)
 		if (so->ulog[i].step + 1 > ev->n_steps)
 			ev->n_steps = so->ulog[i].step + 1;
 	}
-	ev->span_ns = ev_span(e);
+	ev->span_ns = ev_span(e, &lo, &hi);
+	if ((rc = ev_outputs(e, ev, lo, hi)) != 0)
+		return rc;
 	ev->x = e->vout;
 	ev->off = e->out0;
 	e->vout = NULL;
@@ -666,6 +885,7 @@ int synth_unit_eval(const struct synth_tpl *tpl, const struct synth_out *so, con
 	memset(&e, 0, sizeof(e));
 	if (!so->ulog || so->n_ulog == so->n_tails || so->n_tails == 0)
 		return SYNTH_EVAL_NOLOG;
+	e.tpl = tpl;
 	e.so = so;
 	e.g = g;
 	if ((rc = ev_items(&e, tpl)) != 0 || (rc = ev_instances(&e)) != 0)
@@ -704,5 +924,6 @@ void synth_ueval_free(struct synth_ueval *ev)
 	free(ev->x);
 	free(ev->off);
 	free(ev->end);
+	free(ev->step);
 	memset(ev, 0, sizeof(*ev));
 }

@@ -17,7 +17,8 @@
 #define MAP_MAX_IN 64
 
 static int um_pairs(struct ctx *c, const struct umap_view *v, struct umap_store *st,
-		    struct umap_at *at, int64_t *reach, int64_t *dur);
+		    struct umap_at *at, int64_t *reach, int64_t *dur, int64_t *busy,
+		    int64_t *bound);
 static int um_guard_rows(const struct umap_view *v, struct umap_store *st, const struct umap_at *at,
 			 const int64_t *S);
 
@@ -195,10 +196,119 @@ static void map_paths(const struct umap_view *v, const struct synth_port *pt, ui
 	}
 }
 
+/* v's tasks (synth.h synth_map_task) and their rows S, E, L, O (n_in
+ * each, v->n of each, one after another) appended to st: 0, or -1 when
+ * out of memory. */
+static int um_tasks(const struct umap_view *v, struct umap_store *st, uint32_t n_in,
+		    const int64_t *rows, const int64_t *reach, const int64_t *dur,
+		    const int64_t *busy, const int64_t *bound)
+{
+	size_t nr = (size_t)v->n * n_in;
+	if (VEC_RESERVE(st->rows, st->rows.n + 4 * nr) ||
+	    VEC_RESERVE(st->tasks, st->tasks.n + v->n))
+		return -1;
+	if (nr)
+		memcpy(st->rows.v + st->rows.n, rows, 4 * nr * sizeof(*rows));
+	st->rows.n += 4 * nr;
+	for (uint32_t i = 0; i < v->n; i++) {
+		const int64_t *l = rows + 2 * nr + (size_t)i * n_in;
+		uint8_t launched = 0;
+		for (uint32_t j = 0; j < n_in && !launched; j++)
+			launched = l[j] != INT64_MIN;
+		st->tasks.v[st->tasks.n++] =
+		    (struct synth_map_task){(int32_t)(v->nd[i].proc - v->rk->host),
+					    v->nd[i].kind,
+					    bound[i] != INT64_MIN,
+					    launched,
+					    dur[i],
+					    busy[i],
+					    reach[i],
+					    bound[i]};
+	}
+	return 0;
+}
+
+/* Each GPU task's releases parted by their source (synth.h
+ * synth_unit_map.tl, tr), each plus its lag as map_paths takes them: from
+ * a host task (its launch) into L, from any other (the task before it on
+ * its stream, an event's source) into O; a transfer's other side is
+ * neither (its rendezvous binds apart).  Host tasks' rows INT64_MIN. */
+static void map_binds(const struct umap_view *v, const struct synth_port *pt, uint32_t ni,
+		      const int64_t *S, const int64_t *E, const uint32_t *off, const uint32_t *by,
+		      int64_t *L, int64_t *O)
+{
+	uint32_t host = v->rk->host, prev[S_N + 1], pidx[S_N + 1], lidx[S_N];
+
+	for (uint32_t j = 0; j < ni; j++) {
+		if (pt[j].kind == SYNTH_PORT_PROC)
+			pidx[pt[j].proc] = j;
+		else if (pt[j].kind == SYNTH_PORT_LAST)
+			lidx[pt[j].proc] = j;
+	}
+	for (int k = 0; k <= S_N; k++)
+		prev[k] = NONE32;
+	for (uint32_t i = 0; i < v->n; i++) {
+		int64_t *l = L + (size_t)i * ni, *o = O + (size_t)i * ni, lag = v->nd[i].lag_ns;
+		uint32_t po = v->nd[i].proc - host;
+		for (uint32_t j = 0; j < ni; j++)
+			l[j] = o[j] = INT64_MIN;
+		if (po == 0) {
+			prev[po] = i;
+			continue;
+		}
+		if (prev[po] == NONE32)
+			o[pidx[po]] = lag;
+		else
+			row_max(o, E + (size_t)prev[po] * ni, lag, ni);
+		prev[po] = i;
+		for (uint32_t k = off[i]; k < off[i + 1]; k++) {
+			const struct gw_edge *x = &v->ed[by[k]];
+			row_max(v->nd[x->src].proc == host ? l : o,
+				(GE_KIND(x->kind) == GE_LAUNCH ? S : E) + (size_t)x->src * ni, lag,
+				ni);
+		}
+		for (uint32_t k = 0; k < v->n_ext; k++) {
+			uint32_t q = lidx[v->ext[k].stream];
+			if (v->ext[k].dst == i && o[q] < lag)
+				o[q] = lag;
+		}
+	}
+}
+
+void um_store_free(struct umap_store *st)
+{
+	VEC_FREE(st->ports);
+	VEC_FREE(st->m);
+	VEC_FREE(st->guards);
+	VEC_FREE(st->gm);
+	VEC_FREE(st->rows);
+	VEC_FREE(st->tasks);
+}
+
+void um_store_empty(struct umap_store *st)
+{
+	st->ports.n = st->m.n = st->guards.n = st->gm.n = st->rows.n = st->tasks.n = 0;
+}
+
+/* Each unit task's busy time alone (a pair's: um_pairs), -1 for every
+ * other task. */
+static void map_busy(const struct umap_view *v, int64_t *busy)
+{
+	for (uint32_t i = 0; i < v->n; i++)
+		busy[i] = -1;
+	for (uint32_t k = 0; k < v->n_marks; k++) {
+		const struct fmark *mk = &v->marks[k];
+		int64_t b = 0;
+		for (uint32_t q = 0; q < mk->n_kern; q++)
+			b = prism_time_add(b, v->kerns[mk->kern0 + q].dur_ns);
+		busy[mk->node] = b;
+	}
+}
+
 int um_make(struct ctx *c, const struct umap_view *v, struct umap_store *st, struct umap_at *at)
 {
 	size_t n = v->n, ne = v->ne, rows;
-	int64_t *S, *E, *reach, *dur, *m;
+	int64_t *S, *E, *L, *O, *reach, *dur, *busy, *bound, *m;
 	uint32_t *off, *by;
 	int rc;
 
@@ -206,6 +316,8 @@ int um_make(struct ctx *c, const struct umap_view *v, struct umap_store *st, str
 	at->m0 = (uint32_t)st->m.n;
 	at->g0 = (uint32_t)st->guards.n;
 	at->gm0 = (uint32_t)st->gm.n;
+	at->r0 = (uint32_t)st->rows.n;
+	at->t0 = (uint32_t)st->tasks.n;
 	at->n_in = at->n_out = at->n_guard = 0;
 	for (uint32_t k = 0; k < ne; k++)
 		if (v->ed[k].src >= v->ed[k].dst || v->ed[k].dst >= n)
@@ -217,16 +329,21 @@ int um_make(struct ctx *c, const struct umap_view *v, struct umap_store *st, str
 		at->n_in = at->n_out = 0;
 		return rc < 0 ? -1 : 0;
 	}
-	rows = 2 * n * at->n_in + 2 * n;
-	/* The scratch: S, E, reach, dur, then the edges by their target. */
+	rows = 4 * n * at->n_in + 4 * n;
+	/* The scratch: S, E, L, O (map_binds), reach, dur, busy, bound,
+	 * then the edges by their target. */
 	if (VEC_RESERVE(c->fo.mscr, rows + (n + 1 + ne + 1) / 2 + 1) ||
 	    VEC_RESERVE(st->m, st->m.n + (size_t)at->n_in * at->n_out))
 		return -1;
 	S = c->fo.mscr.v;
 	E = S + n * at->n_in;
-	reach = E + n * at->n_in;
+	L = E + n * at->n_in;
+	O = L + n * at->n_in;
+	reach = O + n * at->n_in;
 	dur = reach + n;
-	off = (uint32_t *)(dur + n);
+	busy = dur + n;
+	bound = busy + n;
+	off = (uint32_t *)(bound + n);
 	by = off + n + 1;
 	memset(off, 0, (n + 1) * sizeof(*off));
 	for (size_t k = 0; k < ne; k++)
@@ -240,16 +357,18 @@ int um_make(struct ctx *c, const struct umap_view *v, struct umap_store *st, str
 	off[0] = 0;
 	m = VEC_AT(st->m, at->m0);
 	map_reach(v, reach);
+	map_busy(v, busy);
 	for (size_t i = 0; i < n; i++)
-		dur[i] = v->nd[i].dur_ns;
-	if ((rc = um_pairs(c, v, st, at, reach, dur)) != 0) {
+		dur[i] = v->nd[i].dur_ns, bound[i] = INT64_MIN;
+	if ((rc = um_pairs(c, v, st, at, reach, dur, busy, bound)) != 0) {
 		st->ports.n = at->port0;
 		st->guards.n = at->g0;
 		at->n_in = at->n_out = at->n_guard = 0;
 		return rc < 0 ? -1 : 0;
 	}
 	map_paths(v, VEC_AT(st->ports, at->port0), at->n_in, S, E, reach, dur, off, by, m);
-	if (um_guard_rows(v, st, at, S))
+	map_binds(v, VEC_AT(st->ports, at->port0), at->n_in, S, E, off, by, L, O);
+	if (um_guard_rows(v, st, at, S) || um_tasks(v, st, at->n_in, S, reach, dur, busy, bound))
 		return -1;
 	for (uint32_t o = 0; o < at->n_out; o++) {
 		const struct synth_port *p = &st->ports.v[at->port0 + at->n_in + o];
@@ -276,6 +395,11 @@ void um_get(const struct umap_store *st, const struct umap_at *at, uint32_t n,
 	map->n_guard = at->n_guard;
 	map->guard = VEC_AT(st->guards, at->g0);
 	map->gm = VEC_AT(st->gm, at->gm0);
+	map->ts = VEC_AT(st->rows, at->r0);
+	map->te = map->ts ? map->ts + (size_t)n * at->n_in : NULL;
+	map->tl = map->ts ? map->te + (size_t)n * at->n_in : NULL;
+	map->tr = map->ts ? map->tl + (size_t)n * at->n_in : NULL;
+	map->task = VEC_AT(st->tasks, at->t0);
 }
 
 /* The tail's tasks and edges as a view: 1; 0 where an edge comes from
@@ -353,6 +477,7 @@ int um_tail(struct ctx *c, int r, size_t k0, size_t e0, const uint32_t *last0)
 	if (rc == 0) {
 		t.map.port0 = (uint32_t)c->fo.tmaps.ports.n, t.map.m0 = (uint32_t)c->fo.tmaps.m.n;
 		t.map.g0 = (uint32_t)c->fo.tmaps.guards.n, t.map.gm0 = (uint32_t)c->fo.tmaps.gm.n;
+		t.map.r0 = (uint32_t)c->fo.tmaps.rows.n, t.map.t0 = (uint32_t)c->fo.tmaps.tasks.n;
 	}
 	return VEC_PUSH(c->fo.tails, t) ? -1 : 0;
 }
@@ -393,6 +518,8 @@ struct prun {
 	int64_t host;
 	int64_t *ends; /* each piece's end: the main lane's, then the side's */
 	int64_t *pre;  /* NULL, or each piece's release but for its launch */
+	int64_t busy;  /* the main lane's pieces' run (sim.c lane_end) */
+	int held;      /* a launch held a piece (sim.c lane_next: P[0].held) */
 	double rate_comp, rate_comm;
 };
 
@@ -422,6 +549,8 @@ static double prate(const struct prun *R, const struct plane *L, const struct pl
 static void pl_end(struct prun *R, int l, int64_t b)
 {
 	struct plane *L = &R->L[l];
+	if (!l)
+		R->busy += b - L->at;
 	R->ends[L->off + L->k] = b;
 	L->prev = b;
 	L->k++;
@@ -434,6 +563,7 @@ static void pl_next(struct prun *R, int l, int64_t t)
 	while (L->k < L->n) {
 		const struct synth_fold_kern *q = &R->kerns[L->base + L->k];
 		int64_t at = prism_time_add(R->host, q->rel_ns), p = L->prev, c;
+		int held = at > L->prev;
 		if (q->xw != SYNTH_NO_XW) {
 			int64_t x;
 			if (M->k <= q->xw) {
@@ -441,8 +571,10 @@ static void pl_next(struct prun *R, int l, int64_t t)
 				return;
 			}
 			x = R->ends[M->off + q->xw];
+			held = held && at > x;
 			p = x > p ? x : p;
 		}
+		R->held |= held;
 		if (R->pre)
 			R->pre[L->off + L->k] = p;
 		c = prism_time_add(p > at ? p : at, q->lag_ns);
@@ -499,6 +631,8 @@ static int64_t pair_run(struct prun *R, uint32_t k0, uint32_t n0, uint32_t k2, u
 {
 	int64_t since = t;
 	memset(R->L, 0, sizeof(R->L));
+	R->busy = 0;
+	R->held = 0;
 	R->host = h;
 	R->L[0].base = k0, R->L[0].n = n0, R->L[0].off = 0;
 	R->L[1].base = k2, R->L[1].n = n2, R->L[1].off = n0;
@@ -568,6 +702,13 @@ int synth_pair_end(const struct synth_fold_kern *kerns, const struct synth_fold_
 int synth_tpl_pair_end(const struct synth_tpl *tpl, uint32_t t, uint32_t task, int64_t start,
 		       int64_t host, int64_t *ends, size_t n_ends, int64_t *end)
 {
+	int held;
+	return synth_tpl_pair_held(tpl, t, task, start, host, ends, n_ends, end, &held);
+}
+
+int synth_tpl_pair_held(const struct synth_tpl *tpl, uint32_t t, uint32_t task, int64_t start,
+			int64_t host, int64_t *ends, size_t n_ends, int64_t *end, int *held)
+{
 	const struct fold_state *f = &tpl->fo;
 	const struct ufold *u;
 	struct prun R;
@@ -587,6 +728,7 @@ int synth_tpl_pair_end(const struct synth_tpl *tpl, uint32_t t, uint32_t task, i
 		pair_rates(&R, tpl->key.bare ? 0 : tpl->key.hw->slow_compute,
 			   tpl->key.bare ? 0 : tpl->key.hw->slow_comm);
 		*end = pair_run(&R, mk->kern0, mk->n_kern, mk->kern2, mk->n_kern2, start, host);
+		*held = R.held;
 		return *end > PRISM_TIME_MAX;
 	}
 	return -1;
@@ -608,7 +750,7 @@ int synth_tpl_pair_end(const struct synth_tpl *tpl, uint32_t t, uint32_t task, i
  * block each other (no map), -1 when out of memory.
  */
 static int um_pairs(struct ctx *c, const struct umap_view *v, struct umap_store *st,
-		    struct umap_at *at, int64_t *reach, int64_t *dur)
+		    struct umap_at *at, int64_t *reach, int64_t *dur, int64_t *busy, int64_t *bound)
 {
 	double sc = c->in->bare ? 0 : c->in->hw->slow_compute;
 	double sm = c->in->bare ? 0 : c->in->hw->slow_comm;
@@ -619,7 +761,7 @@ static int um_pairs(struct ctx *c, const struct umap_view *v, struct umap_store 
 	for (uint32_t k = 0; k < v->n_marks; k++) {
 		const struct fmark *mk = &v->marks[k];
 		uint32_t np = mk->n_kern + mk->n_kern2;
-		int64_t lo = INT64_MAX, hi = INT64_MIN, len, bound = INT64_MIN;
+		int64_t lo = INT64_MAX, hi = INT64_MIN, len, b = INT64_MIN;
 		if (!mk->n_kern2)
 			continue;
 		if (VEC_RESERVE(c->fo.pscr, 2 * (size_t)np))
@@ -641,10 +783,12 @@ static int um_pairs(struct ctx *c, const struct umap_view *v, struct umap_store 
 			int64_t rel =
 			    v->kerns[q < mk->n_kern ? mk->kern0 + q : mk->kern2 + q - mk->n_kern]
 				.rel_ns;
-			if (rel - R.pre[q] > bound)
-				bound = rel - R.pre[q];
+			if (rel - R.pre[q] > b)
+				b = rel - R.pre[q];
 		}
 		dur[mk->node] = len;
+		busy[mk->node] = R.busy;
+		bound[mk->node] = b;
 		if (R.rate_comp == 1.0 && R.rate_comm == 1.0) {
 			/* From lo - len - 1, host 0: the start's paths end
 			 * before any launch's (each at least its rel). */
@@ -655,7 +799,7 @@ static int um_pairs(struct ctx *c, const struct umap_view *v, struct umap_store 
 		}
 		reach[mk->node] = INT64_MIN;
 		{
-			struct synth_pair_guard g = {mk->node, bound, len};
+			struct synth_pair_guard g = {mk->node, b, len};
 			if (VEC_PUSH(st->guards, g))
 				return -1;
 			at->n_guard++;

@@ -40,6 +40,8 @@ PHASES = [
     ("  simulation (max-plus, hybrid)", ["sim_run_maxplus", "sim_run"]),
     ("  of it: the hybrid's queue", ["finish", "evq_pop", "evq_pop_heap"]),
     ("  bind (collectives matched)", ["sim_bind"]),
+    ("the evaluator (hier.c point_eval)", ["synth_unit_eval"]),
+    ("  the tails' maps (um_tail)", ["um_tail"]),
 ]
 
 LINE = re.compile(r"^\s*([\d,]+)\s+(?:\([^)]*\)\s+)?(\S.*?)\s*(?:\[.*\])?$")
