@@ -16,35 +16,6 @@ struct point {
 	uint32_t kdb_exact, kdb_interpolated;
 };
 
-/* pt's outputs from the unit map's evaluator where it evaluates the
- * build (synth.h synth_unit_eval: each exact, test_hier's
- * test_unit_eval): the step, each stage's host time, the first step's
- * span and busy time, the launch-bound counts.  The breakdown stays the
- * settled graph's.  0, or PRISM_ENOMEM. */
-static int point_eval(const struct synth_tpl *tpl, const struct synth_out *so,
-		      const struct graph *g, struct point *pt)
-{
-	struct synth_ueval ev;
-	int rc = synth_unit_eval(tpl, so, g, &ev);
-	if (rc == PRISM_ENOMEM)
-		return rc;
-	if (rc != 0 || ev.span_ns < 0) {
-		synth_ueval_free(&ev);
-		return 0;
-	}
-	pt->st.iter_s = ev.iter_s;
-	pt->st.unit_span_ns = ev.span_ns;
-	pt->st.launch_bound = ev.launch_bound;
-	for (int r = 0; r < LAYOUT_MAX_STAGES; r++) {
-		pt->host_ns[r] = ev.host_ns[r];
-		pt->st.unit_busy_ns[r] = ev.busy_ns[r];
-		pt->st.launch_bound_stage[r] = ev.launch_bound_stage[r];
-	}
-	pt->st.bubble = settle_bubble(so->stages, ev.span_ns, ev.busy_ns);
-	synth_ueval_free(&ev);
-	return 0;
-}
-
 /* Simulate in at m microbatches, folded, the units' templates carried in
  * tpl from the points before (synth_build_tpl: the same graph). */
 static int point_run(const struct synth_in *in, int m, struct point *pt, struct synth_tpl *tpl,
@@ -59,7 +30,6 @@ static int point_run(const struct synth_in *in, int m, struct point *pt, struct 
 	x.lay.microbatches = m;
 	x.units = 1;
 	x.no_shapes = 1;
-	x.unit_log = 1; /* the evaluator's log (point_eval) */
 	if ((rc = synth_build_tpl(&x, tpl, &g, &so, err)))
 		return rc;
 	if ((rc = settle_synth_sim(sm, sc, g, &so, &pt->st, err))) {
@@ -79,11 +49,6 @@ static int point_run(const struct synth_in *in, int m, struct point *pt, struct 
 	pt->stages = so.stages < LAYOUT_MAX_STAGES ? so.stages : LAYOUT_MAX_STAGES;
 	for (int r = 0; r < pt->stages; r++)
 		host[r] /= so.steps > 0 ? so.steps : 1;
-	if ((rc = point_eval(tpl, &so, g, pt)) != 0) {
-		synth_tpl_recycle(tpl, g);
-		synth_tpl_recycle_out(tpl, &so);
-		return prism_err_set(err, rc, "out of memory");
-	}
 	pt->iter_ns = llround(pt->st.iter_s * 1e9);
 	pt->tasks = so.tasks;
 	pt->kernels = so.kernels;
