@@ -199,6 +199,15 @@ def _last(rows, col, last_s=5.0):
     return _mean([float(r[col]) for r in rows if float(r["start_mono_s"]) >= end - last_s])
 
 
+def power_profile(fit, limit, dts):
+    """The profile's `gpu.power` lines: every term x limit / the limit as read."""
+    x = limit / fit["cap"]
+    g = " ".join(f"{d} = {{ w = {fit['P_' + d] * x:.1f}; k_w = {fit['k_' + d] * x:.1f}; }};"
+                 for d in dts)
+    print(f"- as a profile states it (x {x:.4f}): `power = {{ gemm = {{ {g} }}; "
+          f"memory_w = {fit['copy'] * x:.1f}; wait_w = {fit['wait'] * x:.1f}; }};`")
+
+
 def power_derived(h200, d100, mixed):
     """H100's terms from its own probe rows where they suffice (probe-h100:
     each dtype's stream, first chunk and settled, and the copy stream;
@@ -235,7 +244,8 @@ def power_derived(h200, d100, mixed):
     fit["copy"] = _mean([float(c["power_w"]) for c in clk if end - 5 <= float(c["mono_s"]) <= end])
     fit["cap"] = _mean(caps)
     print(f"- P_copy {fit['copy']:.0f} W, P_wait {fit['wait']:.0f} W; the limit as read "
-          f"{fit['cap']:.0f} W; a profile states the terms x {limit:.0f} / {fit['cap']:.0f}")
+          f"{fit['cap']:.0f} W")
+    power_profile(fit, limit, ("bf16", "fp8"))
     print()
     print("| check (fits nothing) | GEMM share at burst | GEMM rate | predicted | error |")
     print("|---|---:|---:|---:|---:|")
@@ -289,8 +299,8 @@ def power_main(d):
                       f"sustained.csv) {t:.4f} ms, {fit['burst_' + dt] / t:.3f} of this burst: "
                       f"already throttled")
     print(f"- the limit as NVML reads it, the capped cases' mean: {fit['cap']:.0f} W "
-          f"({fit['cap'] / limit:.3f} of {limit:.0f}); a profile states the terms x "
-          f"{limit:.0f} / {fit['cap']:.0f}")
+          f"({fit['cap'] / limit:.3f} of {limit:.0f})")
+    power_profile(fit, limit, dts)
     print()
     print("Each case predicted with every term refitted without it (leave-one-out), from its "
           "GEMM's burst time and its filler's time (the share at the settled clock follows):")
