@@ -336,7 +336,7 @@ double hw_stream(const struct hw_profile *hw, int dtype);
  * the profile's stated one (gpu.sustained's group form); else, for a
  * dtype other than bf16, the power balance's at the reference step
  * (hw_power_rate at HW_STEP_COMPUTE_SHARE, the rest memory-bound: H100's
- * fp8 0.92296) where the profile states the dtype's terms, or where it
+ * fp8 0.89614) where the profile states the dtype's terms, or where it
  * states the
  * dtype's stream clock, the relation above, 1 - (1 - hw_stream) x
  * HW_STEP_COMPUTE_SHARE; else bf16's, hw_sustained (fp16 always bf16's;
