@@ -314,12 +314,19 @@ static void test_profiles_load(void **state)
 		}
 		assert_int_equal(hw.gpus_per_node, 8);
 		assert_true(hw.peak_flops[HW_FP16] > hw.peak_flops[HW_FP32]);
-		/* A step's clock by dtype: fp8's keeps at least bf16's (its
-		 * multiplier draws less a cycle, docs/MODEL.md "Sustained
-		 * rates"), and a stated bf16 step clock beside a stated bf16
-		 * stream agrees with the relation between them within 0.005
-		 * (H100 0.91 against 0.907, B200 0.766 against 0.7664). */
-		assert_true(hw_step_clock(&hw, HW_FP8) >= hw_step_clock(&hw, HW_BF16));
+		/* A step's clock by dtype: without a power balance, fp8's keeps
+		 * at least bf16's (by the relation from its stream), and a
+		 * stated bf16 step clock beside a stated bf16 stream agrees with
+		 * the relation between them within 0.005 (H100 0.91 against
+		 * 0.907, B200 0.766 against 0.7664); with one, the balance's
+		 * bf16 step within 0.01 of the profile's (H100: 0.90017 against
+		 * its measured 0.91; H200: the balance's own), and fp8's as the
+		 * balance gives it (H200's below bf16's: measured). */
+		if (hw.power.mem_w > 0)
+			assert_true(fabs(hw_power_rate(&hw, HW_BF16, HW_STEP_COMPUTE_SHARE, 0, 0) -
+					 hw_sustained(&hw)) < 0.01);
+		else
+			assert_true(hw_step_clock(&hw, HW_FP8) >= hw_step_clock(&hw, HW_BF16));
 		if (hw.stream[HW_BF16] > 0)
 			assert_true(fabs(hw_sustained(&hw) -
 					 (1 - (1 - hw.stream[HW_BF16]) * HW_STEP_COMPUTE_SHARE)) <
@@ -344,10 +351,15 @@ static void test_profiles_load(void **state)
 	assert_rel_close(hw_stream(&hw, HW_FP8), 0.879, 1e-15);
 	assert_rel_close(hw_stream(&hw, HW_TF32), 0.91, 1e-15);
 	/* A step's clock by its GEMMs' dtype: bf16's stated, fp8's by the
-	 * relation from its stream (hw.h: 1 - 0.121 x 0.73 = 0.91167); the
-	 * relation gives bf16 0.907 against the 0.91 measured and stated. */
+	 * power balance at the reference step (hw_power_rate: the compute
+	 * kernels get (700 - 0.27 x 501) / 0.73 = 773.60 W, 1 - (942.1 -
+	 * 773.60) / 1622.4 = 0.89614, under bf16's as on the H200; the
+	 * relation from its stream gave 0.91167); the relation gives bf16
+	 * 0.907 against the 0.91 measured and stated, the balance 0.90017. */
 	assert_rel_close(hw_step_clock(&hw, HW_BF16), 0.91, 1e-15);
-	assert_rel_close(hw_step_clock(&hw, HW_FP8), 0.91167, 1e-12);
+	assert_rel_close(hw_step_clock(&hw, HW_FP8),
+			 1 - (942.1 - (700 - 0.27 * 501) / 0.73) / 1622.4, 1e-12);
+	assert_rel_close(hw_step_clock(&hw, HW_FP8), 0.896144, 1e-6);
 	assert_rel_close(1 - (1 - hw_stream(&hw, HW_BF16)) * HW_STEP_COMPUTE_SHARE, 0.90656, 1e-12);
 	/* fp8 GEMMs by library: cuBLASLt's group and DeepGEMM's blockwise. */
 	assert_rel_close(hw.k.gemm[HW_FP8].flops, 1411.7e12, 1e-12);
@@ -564,6 +576,28 @@ static void test_profile_limits(void **state)
 	     "state bf16"},
 	    {"memory_reserve_GB = 4.0;", "memory_reserve_GB = 4.0; sustained = \"high\";",
 	     ":8: 'gpu.sustained' must be a number"},
+	    /* the power balance: a group with bf16's terms, and a rating */
+	    {"memory_reserve_GB = 4.0;", "memory_reserve_GB = 4.0; power = 700.0;",
+	     ":8: 'gpu.power' must be a group: gemm = { bf16 = { w = ..; k_w = ..; }; }, "
+	     "memory_w, wait_w"},
+	    {"memory_reserve_GB = 4.0;",
+	     "memory_reserve_GB = 4.0; power = { gemm = { bf16 = { w = 900.0; k_w = 1600.0; }; }; "
+	     "memory_w = 500.0; wait_w = 100.0; };",
+	     ":8: 'gpu.power' needs 'gpu.rated_w', the limit it balances"},
+	    {"memory_reserve_GB = 4.0;",
+	     "memory_reserve_GB = 4.0; rated_w = 700.0; power = { gemm = { fp8 = { w = 900.0; "
+	     "k_w = 1600.0; }; }; memory_w = 500.0; wait_w = 100.0; };",
+	     ":8: 'gpu.power.gemm' must state bf16 (a dtype without terms of its own reads "
+	     "bf16's)"},
+	    {"memory_reserve_GB = 4.0;",
+	     "memory_reserve_GB = 4.0; rated_w = 700.0; power = { gemm = { fp16 = { w = 900.0; "
+	     "k_w = 1600.0; }; }; memory_w = 500.0; wait_w = 100.0; };",
+	     ":8: 'gpu.power.gemm.fp16' is not a dtype with terms of its own (fp32, tf32, bf16, "
+	     "fp8, fp4; fp16 reads bf16's)"},
+	    {"memory_reserve_GB = 4.0;",
+	     "memory_reserve_GB = 4.0; rated_w = 700.0; power = { gemm = { bf16 = { w = 900.0; "
+	     "}; }; memory_w = 500.0; wait_w = 100.0; };",
+	     ":2: missing setting 'gpu.power.gemm.bf16.k_w'"},
 	};
 	char text[2048];
 	(void)state;
@@ -2202,6 +2236,77 @@ static void test_gemm_fit_floor(void **state)
  *    bandwidth at any clock (1 GB of elementwise work, 2 us + 1e9 /
  *    (0.85 x 3.35e12) = 353.1853 us whatever the cap).
  */
+/*
+ * The power balance (hw_power_rate; docs/MODEL.md, "Sustained rates"), by
+ * hand on a GPU rated 700 W whose bf16 compute kernels draw 900 W at their
+ * burst rate and 1,600 W less a unit of rate below it, memory-bound
+ * kernels 500 W, waiting ones 100 W.  A stream of GEMMs: 900 - 1600 (1 -
+ * r) = 700, r_s = 0.875.  The reference step (compute 0.73 of its span,
+ * the rest memory-bound): the compute kernels get (700 - 0.27 x 500) /
+ * 0.73 = 773.97 W, r = 1 - 126.03 / 1600 = 0.92123.  Half compute, 0.3
+ * waiting, 0.2 memory-bound: (700 - 100 - 30) / 0.5 = 1,140 W, more than
+ * the burst draws: 1.  Capped at 350 W (memory-bound kernels at half
+ * their draw): (350 - 67.5) / 0.73 = 386.99 W, under a stream's 700, so
+ * in proportion: 0.875 x 386.99 / 700 = 0.48373; the profile's clock by
+ * the ratio to the rating's, 0.91 x 0.48373 / 0.92123 = 0.47783 (the
+ * proportional rule: 0.455).
+ */
+static void test_power_balance(void **state)
+{
+	struct hw_profile hw;
+	char path[512];
+	struct prism_err err;
+	(void)state;
+	memset(&hw, 0, sizeof(hw));
+	hw.rated_w = 700;
+	hw.sustained = hw.clock = 0.91;
+	assert_true(hw_power_rate(&hw, HW_BF16, 1, 0, 0) == 1); /* no balance stated */
+	hw.power.gemm_w[HW_BF16] = 900;
+	hw.power.gemm_k_w[HW_BF16] = 1600;
+	hw.power.mem_w = 500;
+	hw.power.wait_w = 100;
+	assert_rel_close(hw_power_rate(&hw, HW_BF16, 1, 0, 0), 0.875, 1e-15);
+	assert_rel_close(hw_power_rate(&hw, HW_BF16, 0.73, 0, 0), 1 - (900 - 565 / 0.73) / 1600,
+			 1e-15);
+	assert_rel_close(hw_power_rate(&hw, HW_BF16, 0.73, 0, 700), 0.9212329, 1e-6);
+	assert_true(hw_power_rate(&hw, HW_BF16, 0.5, 0.3, 0) == 1);
+	assert_rel_close(hw_power_rate(&hw, HW_BF16, 0.73, 0, 350), 0.4837329, 1e-6);
+	/* fp16 and a dtype without terms of its own read bf16's; their step
+	 * and stream clocks are bf16's stated ones (hw_sustained), not the
+	 * balance's */
+	assert_true(hw_power_rate(&hw, HW_FP16, 0.73, 0, 0) ==
+		    hw_power_rate(&hw, HW_BF16, 0.73, 0, 0));
+	assert_true(hw_power_rate(&hw, HW_FP8, 0.73, 0, 0) ==
+		    hw_power_rate(&hw, HW_BF16, 0.73, 0, 0));
+	assert_true(hw_step_clock(&hw, HW_FP8) == 0.91);
+	assert_true(hw_stream(&hw, HW_FP8) == 0.91);
+	/* a stream (stated none) and a step's clock by dtype from it */
+	assert_rel_close(hw_stream(&hw, HW_BF16), 0.875, 1e-15);
+	hw.power.gemm_w[HW_FP8] = 950;
+	hw.power.gemm_k_w[HW_FP8] = 1600;
+	assert_rel_close(hw_step_clock(&hw, HW_FP8), 1 - (950 - 565 / 0.73) / 1600, 1e-15);
+	assert_rel_close(hw_step_clock(&hw, HW_FP8), 0.8899829, 1e-6);
+	assert_true(hw_step_clock(&hw, HW_BF16) == 0.91); /* stated */
+	/* a cap by the balance's ratio */
+	assert_rel_close(hw_capped_clock(&hw, 350), 0.91 * 0.4837329 / 0.9212329, 1e-6);
+	assert_rel_close(hw_capped_clock(&hw, 350), 0.4778346, 1e-6);
+	assert_true(hw_capped_clock(&hw, 700) == 0.91);
+	/* memory-bound kernels that leave the compute nothing: the least
+	 * rate, a quarter of a stream's */
+	hw.power.mem_w = 2000;
+	assert_rel_close(hw_power_rate(&hw, HW_BF16, 0.5, 0, 0), 0.875 * HW_MIN_POWER_FRAC, 1e-15);
+	/* The H200, measured: its bf16 step at the balance's (700 - 0.27 x
+	 * 584.2) / 0.73 = 742.83 W, 1 - 200.67 / 1696.8 = 0.88174; fp8's
+	 * 1 - 212.67 / 1633.9 = 0.86984, lower (measured, not assumed). */
+	snprintf(path, sizeof(path), PRISM_SOURCE_DIR "/configs/hw/h200-dgx.cfg");
+	prism_err_clear(&err);
+	assert_int_equal(hw_load(path, &hw, &err), 0);
+	assert_rel_close(hw_sustained(&hw), 0.88174, 1e-5);
+	assert_rel_close(hw_clock(&hw), 0.88174, 1e-5);
+	assert_rel_close(hw_step_clock(&hw, HW_FP8), 0.86984, 1e-5);
+	assert_rel_close(hw_stream(&hw, HW_BF16), 0.85649, 1e-5);
+}
+
 static void test_sustained_clock(void **state)
 {
 	struct hw_profile hw, buf;
@@ -3588,6 +3693,7 @@ int main(void)
 	    cmocka_unit_test(test_analytic_sp_tp),
 	    cmocka_unit_test(test_gemm_waves),
 	    cmocka_unit_test(test_gemm_fit_floor),
+	    cmocka_unit_test(test_power_balance),
 	    cmocka_unit_test(test_sustained_clock),
 	    cmocka_unit_test(test_kbench_sustained),
 	    cmocka_unit_test(test_grouped_gemm),

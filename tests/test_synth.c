@@ -1000,6 +1000,9 @@ static void fp8_gpu(struct hw_profile *g)
 {
 	*g = hw;
 	g->clock = 1; /* the rates above as they are (hw.h) */
+	/* no power balance: a cap in proportion to the power, fp8's step
+	 * clock by the relation from its stream (hw.h) */
+	memset(&g->power, 0, sizeof(g->power));
 	g->k.sms = 1;
 	g->hbm_Bps = 2e12;
 	g->k.gemm[HW_BF16] = (struct hw_gemm){500e12, 0, 0, {1, 1, 1}, 1, 0};

@@ -77,12 +77,48 @@ double hw_sustained(const struct hw_profile *hw)
 	return hw->sustained > 0 ? hw->sustained : 1;
 }
 
+/* The dtype whose balance terms a step of dtype takes: its own where
+ * stated, else bf16's. */
+static int power_dtype(const struct hw_profile *hw, int dtype)
+{
+	if (dtype < 0 || dtype >= HW_NDTYPES || !(hw->power.gemm_w[dtype] > 0))
+		return HW_BF16;
+	return dtype;
+}
+
+double hw_power_rate(const struct hw_profile *hw, int dtype, double phi_c, double phi_w,
+		     double limit_w)
+{
+	const struct hw_power *p = &hw->power;
+	double L = limit_w > 0 ? limit_w : hw->rated_w, f, P, k, g, rs, r;
+	int d = power_dtype(hw, dtype);
+
+	P = p->gemm_w[d], k = p->gemm_k_w[d];
+	if (!(p->mem_w > 0) || !(P > 0) || !(k > 0) || !(hw->rated_w > 0) || !(phi_c > 0))
+		return 1;
+	if (phi_c > 1)
+		phi_c = 1;
+	if (phi_w > 1 - phi_c)
+		phi_w = 1 - phi_c;
+	f = L < hw->rated_w ? L / hw->rated_w : 1;
+	g = (L - (1 - phi_c - phi_w) * p->mem_w * f - phi_w * p->wait_w * f) / phi_c;
+	if (g >= P)
+		return 1;
+	rs = 1 - (P - hw->rated_w) / k;
+	r = g >= hw->rated_w ? 1 - (P - g) / k : rs * g / hw->rated_w;
+	/* (a balance that leaves the compute kernels nothing: the least rate
+	 * a cap may set, HW_MIN_POWER_FRAC of a stream's) */
+	return r > rs * HW_MIN_POWER_FRAC ? r : rs * HW_MIN_POWER_FRAC;
+}
+
 double hw_stream(const struct hw_profile *hw, int dtype)
 {
 	if (dtype == HW_FP16)
 		dtype = HW_BF16;
 	if (dtype >= 0 && dtype < HW_NDTYPES && hw->stream[dtype] > 0)
 		return hw->stream[dtype];
+	if (hw->power.mem_w > 0 && dtype >= 0 && dtype < HW_NDTYPES && hw->power.gemm_w[dtype] > 0)
+		return hw_power_rate(hw, dtype, 1, 0, 0);
 	return hw_sustained(hw);
 }
 
@@ -94,18 +130,24 @@ double hw_step_clock(const struct hw_profile *hw, int dtype)
 		return hw_sustained(hw);
 	if (hw->sustained_dt[dtype] > 0)
 		return hw->sustained_dt[dtype];
+	if (dtype != HW_BF16 && hw->power.mem_w > 0 && hw->power.gemm_w[dtype] > 0)
+		return hw_power_rate(hw, dtype, HW_STEP_COMPUTE_SHARE, 0, 0);
 	if (dtype != HW_BF16 && hw->stream[dtype] > 0)
 		return 1 - (1 - hw->stream[dtype]) * HW_STEP_COMPUTE_SHARE;
 	return hw_sustained(hw);
 }
 
-/* Clock c under a cap of power_w watts (0, or a profile without a
- * rating: c). */
-static double capped(const struct hw_profile *hw, double c, double power_w)
+/* Clock c of a step whose GEMMs run in dtype under a cap of power_w watts
+ * (0, or a profile without a rating: c): by the balance at the reference
+ * step where the profile states one, else in proportion to the power. */
+static double capped(const struct hw_profile *hw, int dtype, double c, double power_w)
 {
-	if (power_w > 0 && hw->rated_w > 0 && power_w < hw->rated_w)
-		c *= power_w / hw->rated_w;
-	return c;
+	if (!(power_w > 0 && hw->rated_w > 0 && power_w < hw->rated_w))
+		return c;
+	if (hw->power.mem_w > 0)
+		return c * hw_power_rate(hw, dtype, HW_STEP_COMPUTE_SHARE, 0, power_w) /
+		       hw_power_rate(hw, dtype, HW_STEP_COMPUTE_SHARE, 0, 0);
+	return c * power_w / hw->rated_w;
 }
 
 /* hw itself where its clock is c, else *buf, a copy of hw at c. */
@@ -127,7 +169,7 @@ double hw_run_clock(const struct hw_profile *hw, int dtype, double power_w)
 		if (c > 1)
 			c = 1;
 	}
-	return capped(hw, c, power_w);
+	return capped(hw, dtype, c, power_w);
 }
 
 const struct hw_profile *hw_at_run(const struct hw_profile *hw, int dtype, double power_w,
@@ -138,7 +180,7 @@ const struct hw_profile *hw_at_run(const struct hw_profile *hw, int dtype, doubl
 
 double hw_capped_clock(const struct hw_profile *hw, double power_w)
 {
-	return capped(hw, hw_clock(hw), power_w);
+	return capped(hw, HW_BF16, hw_clock(hw), power_w);
 }
 
 const struct hw_profile *hw_at_power(const struct hw_profile *hw, double power_w,
@@ -491,6 +533,58 @@ static int read_sustained(const char *path, const config_t *cf, config_setting_t
 	return 0;
 }
 
+/* gpu.power (hw.h struct hw_power): optional; where stated, memory_w,
+ * wait_w and gemm = { dtype = { w = ..; k_w = ..; }; } with bf16's among
+ * them (fp16 refused: bf16's), and a rating to balance. */
+static int read_power(const char *path, const config_t *cf, config_setting_t *gpu,
+		      struct hw_profile *hw, struct prism_err *err)
+{
+	config_setting_t *pw = config_setting_lookup(gpu, "power"), *g;
+	int rc;
+
+	if (!pw)
+		return 0;
+	if (!config_setting_is_group(pw) || !(g = config_setting_lookup(pw, "gemm")) ||
+	    !config_setting_is_group(g))
+		return prism_err_set(
+		    err, PRISM_EFORMAT,
+		    "%s:%d: 'gpu.power' must be a group: gemm = { bf16 = { w = ..; "
+		    "k_w = ..; }; }, memory_w, wait_w",
+		    path, config_setting_source_line(pw));
+	if (!(hw->rated_w > 0))
+		return prism_err_set(
+		    err, PRISM_EFORMAT,
+		    "%s:%d: 'gpu.power' needs 'gpu.rated_w', the limit it balances", path,
+		    config_setting_source_line(pw));
+	if ((rc =
+		 cfg_range(path, cf, gpu, "power.memory_w", 1, 1e5, 0, 1, &hw->power.mem_w, err)) ||
+	    (rc = cfg_range(path, cf, gpu, "power.wait_w", 0, 1e5, 0, 1, &hw->power.wait_w, err)))
+		return rc;
+	for (int i = 0; i < config_setting_length(g); i++) {
+		config_setting_t *e = config_setting_get_elem(g, (unsigned)i);
+		int d = hw_dtype_parse(config_setting_name(e));
+		if (d < 0 || d == HW_FP16)
+			return prism_err_set(
+			    err, PRISM_EFORMAT,
+			    "%s:%d: 'gpu.power.gemm.%s' is not a dtype with terms of "
+			    "its own (fp32, tf32, bf16, fp8, fp4; fp16 reads bf16's)",
+			    path, config_setting_source_line(e), config_setting_name(e));
+		char w[64], k[64];
+		snprintf(w, sizeof(w), "power.gemm.%s.w", hw_dtype_name(d));
+		snprintf(k, sizeof(k), "power.gemm.%s.k_w", hw_dtype_name(d));
+		if ((rc = cfg_range(path, cf, gpu, w, 1, 1e5, 0, 1, &hw->power.gemm_w[d], err)) ||
+		    (rc = cfg_range(path, cf, gpu, k, 1, 1e6, 0, 1, &hw->power.gemm_k_w[d], err)))
+			return rc;
+	}
+	if (!(hw->power.gemm_w[HW_BF16] > 0))
+		return prism_err_set(
+		    err, PRISM_EFORMAT,
+		    "%s:%d: 'gpu.power.gemm' must state bf16 (a dtype without terms "
+		    "of its own reads bf16's)",
+		    path, config_setting_source_line(g));
+	return 0;
+}
+
 /* gpu.peak_tflops (tf): each dtype's peak.  Ranges in the file's units:
  * wide enough for any GPU built or announced (B200: 4,500 TFLOP/s fp8,
  * 8,000 GB/s), narrow enough that no time computed from them is absurd (a
@@ -685,11 +779,18 @@ static int read_rates(const char *path, config_t *cf, config_setting_t *gpu, con
 	     (rc = cfg_range(path, cf, gpu, "rated_w", 1, 1e5, 0, 1, &hw->rated_w, err))) ||
 	    (rc = read_sustained(path, cf, gpu, hw, err)))
 		return rc;
-	hw->clock = hw->sustained;
 	/* Optional: the clock a steady stream of one dtype's kernels settles
-	 * at, by dtype (docs/MODEL.md, "Sustained rates"). */
-	if ((rc = read_by_dtype(path, cf, gpu, "stream", hw->stream, err)))
+	 * at, by dtype (docs/MODEL.md, "Sustained rates"), and the power
+	 * balance; a bf16 step's clock not stated, the balance's at the
+	 * reference step. */
+	if ((rc = read_by_dtype(path, cf, gpu, "stream", hw->stream, err)) ||
+	    (rc = read_power(path, cf, gpu, hw, err)))
 		return rc;
+	if (hw->power.mem_w > 0 && !(hw->sustained_dt[HW_BF16] > 0) &&
+	    !(config_setting_lookup(gpu, "sustained") &&
+	      !config_setting_is_group(config_setting_lookup(gpu, "sustained"))))
+		hw->sustained = hw_power_rate(hw, HW_BF16, HW_STEP_COMPUTE_SHARE, 0, 0);
+	hw->clock = hw->sustained;
 	/* Optional: collectives as measured (comm.h). */
 	hw->nvl_eff = hw->net_eff = HW_BUS_EFF_DEFAULT;
 	if ((config_setting_lookup(node, "nvlink_bus_eff") &&

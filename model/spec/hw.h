@@ -165,6 +165,29 @@ struct hw_kernels {
 	double mem_warp_Bps[HW_MEM_NKINDS];
 };
 
+/*
+ * The power balance that sets a busy GPU's clock (gpu.power; docs/MODEL.md,
+ * "Sustained rates"): the driver holds the board's average power at its
+ * limit, so a step whose kernels of each class fill a share of its span
+ * settles where phi_c P_gemm(r) + phi_m mem_w + phi_w wait_w = limit, r
+ * the compute kernels' rate (of their burst), at most 1.  Watts at the
+ * scale of rated_w (the limit as the driver holds it).
+ */
+struct hw_power {
+	double gemm_w[HW_NDTYPES];   /* P: compute kernels (GEMMs, attention) of a
+				      * step whose GEMMs run in this dtype at their
+				      * burst rate; 0: not stated (bf16's) */
+	double gemm_k_w[HW_NDTYPES]; /* k: what each unit of rate below the burst
+				      * saves, P_gemm(r) = P - k (1 - r) down to
+				      * the rate that draws rated_w (a stream of
+				      * them at the rating), in proportion to r
+				      * below it */
+	double mem_w;		     /* memory-bound kernels (a copy at full
+				      * bandwidth); 0: no balance stated */
+	double wait_w;		     /* a resident kernel that waits (a
+				      * collective's wait, idle) */
+};
+
 struct hw_profile {
 	char id[64];   /* the file's name without directory and .cfg */
 	char name[64]; /* the system, e.g. "DGX H100" */
@@ -237,6 +260,9 @@ struct hw_profile {
 				    * microbenchmark run long enough, not a
 				    * training step (kbench.h); 0: sustained.
 				    * Read through hw_stream() */
+	struct hw_power power;		 /* gpu.power (power.mem_w 0: not stated,
+					  * the clocks as stated and the cap
+					  * proportional) */
 	double clock;			 /* the clock the kernel model times this profile
 			   * at, as a fraction of the burst one: kperf.h
 			   * scales every compute rate by it.  hw_load sets
@@ -285,9 +311,10 @@ const struct hw_gemm *hw_gemm_of(const struct hw_profile *hw, int key);
 #define HW_SETTLED_KERNEL_S 1e-3
 
 /* A power cap below this fraction of the rating is refused (layout_check):
- * the linear rule (hw_capped_clock) has one point of evidence, GB300's
- * 500 of 1,400 W (36 %); a quarter leaves room below it, and beyond that
- * the rule would be extrapolated into clocks nothing has measured. */
+ * the proportional rule (hw_capped_clock; the balance's segment below a
+ * stream's rate, hw_power_rate) has one point of evidence, GB300's 500 of
+ * 1,400 W (36 %); a quarter leaves room below it, and beyond that the rule
+ * would be extrapolated into clocks nothing has measured. */
 #define HW_MIN_POWER_FRAC 0.25
 
 /* The clock hw's kernels are timed at (hw->clock, 0 read as 1), and the
@@ -296,7 +323,9 @@ const struct hw_gemm *hw_gemm_of(const struct hw_profile *hw, int key);
 double hw_clock(const struct hw_profile *hw);
 double hw_sustained(const struct hw_profile *hw);
 /* The clock a steady stream of dtype's kernels settles at (hw->stream,
- * fp16 reading bf16's; where not stated, hw_sustained). */
+ * fp16 reading bf16's; where not stated, the power balance's for a stream
+ * of compute kernels, hw_power_rate(hw, dtype, 1, 0, 0), where the profile
+ * states the dtype's terms; else hw_sustained). */
 double hw_stream(const struct hw_profile *hw, int dtype);
 
 /* The compute share phi of a GPU-bound training step: its GEMMs' and
@@ -310,17 +339,41 @@ double hw_stream(const struct hw_profile *hw, int dtype);
 /* The clock a training step whose GEMMs run in dtype settles at under
  * the rating (one GPU, one clock: every kernel of the step runs at it):
  * the profile's stated one (gpu.sustained's group form); else, for a
- * dtype other than bf16 whose stream clock the profile states, the
- * relation above, 1 - (1 - hw_stream) x HW_STEP_COMPUTE_SHARE (H100's
- * fp8: 1 - 0.121 x 0.73 = 0.91167); else bf16's, hw_sustained (fp16 always
- * bf16's). */
+ * dtype other than bf16, the power balance's at the reference step
+ * (hw_power_rate at HW_STEP_COMPUTE_SHARE, the rest memory-bound: H100's
+ * fp8 0.89614) where the profile states the dtype's terms, or where it
+ * states the
+ * dtype's stream clock, the relation above, 1 - (1 - hw_stream) x
+ * HW_STEP_COMPUTE_SHARE; else bf16's, hw_sustained (fp16 always bf16's;
+ * as loaded, the balance's bf16 step where the profile states a balance
+ * and no bf16 step clock: H200's 0.88174). */
 double hw_step_clock(const struct hw_profile *hw, int dtype);
 
-/* hw's clock under a power cap of power_w watts: hw_clock(hw) x min(1,
- * power_w / rated_w) -- as loaded, the sustained clock at the rating and
- * below it the clock in proportion to the power, as GB300's GEMMs at 500
- * of 1,400 W (facebookexperimental/triton PR #2023).  power_w 0, or a
- * profile without a rating: hw_clock(hw). */
+/* The compute rate (a fraction of the burst, in (0, 1]) a step settles at
+ * by hw's power balance (struct hw_power): its GEMMs in dtype (fp16 and
+ * a dtype the profile does not state read bf16's), its compute kernels
+ * filling phi_c of its span at that rate, waiting kernels phi_w, memory-
+ * bound ones the rest, the board held at limit_w (0: rated_w).
+ * Memory-bound and waiting kernels draw mem_w and wait_w x min(1, limit_w
+ * / rated_w) (below the rating a memory-bound kernel draws in proportion
+ * to the cap: not measured, a stated choice); the compute kernels draw
+ * what the rest leaves them, P_g = (limit - phi_m mem - phi_w wait) /
+ * phi_c, and run at r = 1 - (P - P_g) / k where P_g is at least rated_w,
+ * at r_s P_g / rated_w below it (r_s = 1 - (P - rated_w) / k, a stream's
+ * rate at the rating: the clock in proportion to the power, as GB300's
+ * GEMMs at 500 of 1,400 W).  1 where the profile states no balance, or
+ * phi_c <= 0. */
+double hw_power_rate(const struct hw_profile *hw, int dtype, double phi_c, double phi_w,
+		     double limit_w);
+
+/* hw's clock under a power cap of power_w watts: hw_clock(hw) x the
+ * balance's ratio at the reference step (a bf16 step, compute share
+ * HW_STEP_COMPUTE_SHARE, the rest memory-bound), hw_power_rate at power_w
+ * over it at rated_w, where the profile states a balance; else x min(1,
+ * power_w / rated_w) -- the clock in proportion to the power, as GB300's
+ * GEMMs at 500 of 1,400 W (facebookexperimental/triton PR #2023).
+ * power_w 0 or at least the rating, or a profile without a rating:
+ * hw_clock(hw). */
 double hw_capped_clock(const struct hw_profile *hw, double power_w);
 
 /* hw as a run capped at power_w watts (0: the rating) drives it: hw itself
@@ -366,9 +419,13 @@ const struct hw_profile *hw_at_run(const struct hw_profile *hw, int dtype, doubl
  * reserve below the capacity, gpu.rated_w (optional) 1..1e5 W,
  * gpu.sustained (optional, default 1) 0.25..1 -- a number (bf16's) or a
  * group of dtype = fraction (bf16's absent: 1) --, gpu.stream (optional: a
- * group of dtype = fraction, each 0.25..1).  The optional `kernels`
- * group (kperf.h) overrides hw_kernels_default() setting by setting.  The
- * profile is read at its sustained clock (hw->clock = sustained). */
+ * group of dtype = fraction, each 0.25..1), gpu.power (optional, with a
+ * rating: memory_w 1..1e5 W, wait_w 0..1e5, gemm = { dtype = { w 1..1e5;
+ * k_w 1..1e6; }; } with bf16's, fp16 refused; struct hw_power).  The
+ * optional `kernels` group (kperf.h) overrides hw_kernels_default()
+ * setting by setting.  The profile is read at its sustained clock
+ * (hw->clock = sustained; with a balance and no bf16 step clock stated,
+ * the balance's at the reference step). */
 int hw_load(const char *path, struct hw_profile *hw, struct prism_err *err);
 
 /* The dtype named s ("bf16", "fp8", ...), or -1. */
