@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "hash.h"
 #include "vec.h"
 
 static const char *const mode_names[] = {"screen", "optimise", "exhaustive"};
@@ -36,20 +37,6 @@ struct made {
 	struct layout place;
 };
 
-/* The 64-bit words of p[0..n) hashed (n a multiple of 8). */
-static uint64_t words_hash(const void *p, size_t n)
-{
-	const unsigned char *b = p;
-	uint64_t h = 0xcbf29ce484222325u;
-	for (size_t i = 0; i + 8 <= n; i += 8) {
-		uint64_t w;
-		memcpy(&w, b + i, 8);
-		h = (h ^ w) * 0x100000001b3u;
-		h ^= h >> 29;
-	}
-	return h;
-}
-
 /* Placement p's number in sp->places (from 1), added where new (at: by
  * their hashes); 0 where its hash is another's, or out of memory (its
  * candidate makes it again). */
@@ -57,7 +44,7 @@ static uint32_t place_id(struct batch_space *sp, struct imap *at, size_t *cap,
 			 const struct layout *p)
 {
 	_Static_assert(sizeof(struct layout) % 8 == 0, "a layout hashed by words");
-	int64_t key = (int64_t)(words_hash(p, sizeof(*p)) >> 1);
+	int64_t key = (int64_t)(hash_words(HASH_SEED, p, sizeof(*p)) >> 1);
 	uint32_t i = imap_get(at, key), old;
 	if (i != IMAP_NONE)
 		return memcmp(&sp->places[i], p, sizeof(*p)) == 0 ? i + 1 : 0;

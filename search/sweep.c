@@ -15,6 +15,7 @@
 #include "build.h"
 #include "cfg.h"
 #include "cli.h"
+#include "hash.h"
 #include "kdb.h"
 #include "vec.h"
 
@@ -302,22 +303,11 @@ static int base_setting(const char *file, config_t *cf, struct sweep *s, struct 
 	return 0;
 }
 
-#define FNV_SEED 0xcbf29ce484222325u
-
-/* FNV-1a (64 bits) continued from h over p[0..n). */
-static uint64_t fnv1a(uint64_t h, const void *p, size_t n)
-{
-	const unsigned char *b = p;
-	for (size_t i = 0; i < n; i++)
-		h = (h ^ b[i]) * 0x100000001b3u;
-	return h;
-}
-
 /* FNV-1a (64 bits) over the bytes of the files into *h. */
 static int bytes_hash(char *const *paths, int n, uint64_t *h, struct prism_err *err)
 {
 	unsigned char buf[65536];
-	*h = FNV_SEED;
+	*h = HASH_SEED;
 	for (int i = 0; i < n; i++) {
 		FILE *f = fopen(paths[i], "rb");
 		size_t k;
@@ -325,7 +315,7 @@ static int bytes_hash(char *const *paths, int n, uint64_t *h, struct prism_err *
 		if (!f)
 			return unreadable(paths[i], errno, err);
 		while ((k = fread(buf, 1, sizeof(buf), f)) > 0)
-			*h = fnv1a(*h, buf, k);
+			*h = hash_bytes(*h, buf, k);
 		/* A read error is no fingerprint: resuming on it would mix runs. */
 		bad = ferror(f);
 		fclose(f);
@@ -384,7 +374,7 @@ static int settings_hash(const char *path, const char *group, int only, uint64_t
 		free(buf);
 		return prism_err_set(err, PRISM_ENOMEM, "out of memory");
 	}
-	*h = fnv1a(FNV_SEED, buf, len);
+	*h = hash_bytes(HASH_SEED, buf, len);
 	free(buf);
 	return 0;
 }
@@ -393,15 +383,15 @@ static int settings_hash(const char *path, const char *group, int only, uint64_t
  * came from) hashed. */
 static uint64_t kdb_hash(const struct kdb *db)
 {
-	uint64_t h = FNV_SEED;
+	uint64_t h = HASH_SEED;
 	struct kdb_row r;
 	for (size_t i = 0; db && kdb_row(db, i, &r); i++) {
 		char nums[160];
 		int k = snprintf(nums, sizeof(nums), "\t%d\t%d\t%.17g\t%.17g\t%.17g\n", r.cls,
 				 r.dtype, r.work, r.time_s, r.samples);
-		h = fnv1a(h, r.gpu, strlen(r.gpu) + 1);
-		h = fnv1a(h, r.shape, strlen(r.shape) + 1);
-		h = fnv1a(h, nums, (size_t)k);
+		h = hash_bytes(h, r.gpu, strlen(r.gpu) + 1);
+		h = hash_bytes(h, r.shape, strlen(r.shape) + 1);
+		h = hash_bytes(h, nums, (size_t)k);
 	}
 	return h;
 }
@@ -1167,7 +1157,7 @@ uint64_t sweep_canon_key(const struct sweep *s, const struct cand *c)
 		if (m != PM_SYNTH && m != PM_REBUILD)
 			return 0;
 	}
-	h = fnv1a(FNV_SEED, &x, sizeof(x));
+	h = hash_bytes(HASH_SEED, &x, sizeof(x));
 	return h ? h : 1;
 }
 

@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "comm.h"
+#include "hash.h"
 #include "kperf.h"
 
 /* A context that only adds up the kernel model's times (dry_s) of one
@@ -287,19 +288,6 @@ static void sh_key(struct layout *l)
 	l->recompute = 0;
 }
 
-/* The 64-bit words of p[0..n) mixed into h (n a multiple of 8). */
-static uint64_t words_hash(uint64_t h, const void *p, size_t n)
-{
-	const unsigned char *b = p;
-	for (size_t i = 0; i + 8 <= n; i += 8) {
-		uint64_t w;
-		memcpy(&w, b + i, 8);
-		h = (h ^ w) * 0x100000001b3u;
-		h ^= h >> 29;
-	}
-	return h;
-}
-
 /* in's key (kin, klay: its layout and lay, its placement, as sh_key
  * leaves them; its entries emptied where the rest of in or its profile
  * is not the memo's): the hash, never 0. */
@@ -321,7 +309,7 @@ static uint64_t sh_memo_key(const struct synth_in *in, const struct layout *lay,
 	sh_key(kin);
 	sh_key(klay);
 	_Static_assert(sizeof(struct layout) % 8 == 0, "a layout hashed by words");
-	h = words_hash(words_hash(0xcbf29ce484222325u, kin, sizeof(*kin)), klay, sizeof(*klay));
+	h = hash_words(hash_words(HASH_SEED, kin, sizeof(*kin)), klay, sizeof(*klay));
 	return h ? h : 1;
 }
 
