@@ -4134,6 +4134,13 @@ static void test_sp_fp8_gather(void **state)
 	}
 }
 
+/* Whether node u is a kernel on rank 0's GPU in the second step (iter 1). */
+static int rank0_step1_kernel(const struct graph *g, uint32_t u)
+{
+	return g->kind[u] == GN_KERNEL && g->procs[g->proc[u]].gpu &&
+	       g->procs[g->proc[u]].rank == 0 && g->iter[u] == 1;
+}
+
 /*
  * The vocabulary-parallel embedding's and cross-entropy's tensor-parallel
  * collectives, by hand, on the small GPT (8 layers, b s h = 2 x 1024 x
@@ -6009,8 +6016,7 @@ static void test_embed_kernels(void **state)
 			g = build(&in, &so, &st);
 			for (uint32_t u = 0; u < g->n_nodes; u++) {
 				const char *name = strtab_get(&g->st, g->name[u]);
-				if (g->kind[u] != GN_KERNEL || !g->procs[g->proc[u]].gpu ||
-				    g->procs[g->proc[u]].rank != 0 || g->iter[u] != 1)
+				if (!rank0_step1_kernel(g, u))
 					continue;
 				for (size_t k = 0; k < sizeof(names) / sizeof(names[0]); k++)
 					n += strcmp(name, names[k]) == 0;
@@ -6061,8 +6067,7 @@ static void test_framework_kernels(void **state)
 		g = build(&in, &so, &st);
 		for (uint32_t u = 0; u < g->n_nodes; u++) {
 			const char *name = strtab_get(&g->st, g->name[u]);
-			if (g->kind[u] != GN_KERNEL || !g->procs[g->proc[u]].gpu ||
-			    g->procs[g->proc[u]].rank != 0 || g->iter[u] != 1)
+			if (!rank0_step1_kernel(g, u))
 				continue;
 			drop += k > 0 && strstr(name, "dropout_kernel") != NULL;
 			drop += k > 0 && strstr(name, "dropout_backward") != NULL;
