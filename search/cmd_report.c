@@ -601,6 +601,29 @@ static void md_robust(FILE *md, const struct report *R)
 		PARETO_OVERLAP_LESS * 100);
 }
 
+/* The status counts and the rejected reasons, each read by the Markdown
+ * report and by the JSON one: one query each. */
+static const char SQL_STATUS_COUNTS[] =
+    "SELECT status, COUNT(*) FROM candidate WHERE sweep=?1 GROUP BY status ORDER BY status";
+/* The first of each reason (its first 24 characters), most common first. */
+static const char SQL_REJECTED[] =
+    "SELECT status, reason, COUNT(*) FROM candidate WHERE sweep=?1 AND "
+    "status IN ('invalid','oom','failed') GROUP BY status, substr(reason, 1, 24) "
+    "ORDER BY COUNT(*) DESC LIMIT 12";
+
+/* sql prepared with sweep sid bound as ?1 (NULL where it cannot be: a
+ * step on NULL returns at once, as the callers' loops expect). */
+static sqlite3_stmt *sweep_stmt(sqlite3 *db, long long sid, const char *sql)
+{
+	sqlite3_stmt *st = NULL;
+	if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK) {
+		sqlite3_finalize(st);
+		return NULL;
+	}
+	sqlite3_bind_int64(st, 1, sid);
+	return st;
+}
+
 static void write_md(FILE *md, const struct report *R, sqlite3 *db)
 {
 	const struct train *t = &R->tr;
@@ -609,11 +632,7 @@ static void write_md(FILE *md, const struct report *R, sqlite3 *db)
 	int at_risk = 0;
 
 	fprintf(md, "# Sweep %s (id %lld)\n\n", R->name, R->sid);
-	sqlite3_prepare_v2(db,
-			   "SELECT status, COUNT(*) FROM candidate WHERE sweep=?1 GROUP BY "
-			   "status ORDER BY status",
-			   -1, &st, NULL);
-	sqlite3_bind_int64(st, 1, R->sid);
+	st = sweep_stmt(db, R->sid, SQL_STATUS_COUNTS);
 	fprintf(md, "Candidates:");
 	while (sqlite3_step(st) == SQLITE_ROW) {
 		shown(a, sizeof(a), text(st, 0));
@@ -726,12 +745,7 @@ static void write_md(FILE *md, const struct report *R, sqlite3 *db)
 			"(`--csv-all`: their `same_as`).\n",
 			R->P.collapsed[0], R->P.collapsed[1], R->P.collapsed[2], R->P.collapsed[3]);
 	fprintf(md, "\n## Rejected before simulation (first of each reason)\n\n");
-	sqlite3_prepare_v2(db,
-			   "SELECT status, reason, COUNT(*) FROM candidate WHERE sweep=?1 AND "
-			   "status IN ('invalid','oom','failed') GROUP BY status, "
-			   "substr(reason, 1, 24) ORDER BY COUNT(*) DESC LIMIT 12",
-			   -1, &st, NULL);
-	sqlite3_bind_int64(st, 1, R->sid);
+	st = sweep_stmt(db, R->sid, SQL_REJECTED);
 	while (sqlite3_step(st) == SQLITE_ROW)
 		fprintf(md, "- %s (%d): %s\n", text(st, 0), sqlite3_column_int(st, 2), text(st, 1));
 	sqlite3_finalize(st);
@@ -970,11 +984,7 @@ static void write_json(FILE *f, const struct report *R, sqlite3 *db, const char 
 	fputs(",\"source\":", f);
 	prism_fput_json_str(f, !R->tie_given ? REPORT_TIE_SOURCE : "--tie");
 	fputs("},\"candidates\":{", f);
-	sqlite3_prepare_v2(db,
-			   "SELECT status, COUNT(*) FROM candidate WHERE sweep=?1 GROUP BY "
-			   "status ORDER BY status",
-			   -1, &st, NULL);
-	sqlite3_bind_int64(st, 1, R->sid);
+	st = sweep_stmt(db, R->sid, SQL_STATUS_COUNTS);
 	while (sqlite3_step(st) == SQLITE_ROW) {
 		fputs(sep, f);
 		json_text(f, text(st, 0));
@@ -1017,12 +1027,7 @@ static void write_json(FILE *f, const struct report *R, sqlite3 *db, const char 
 		fputs("}", f);
 	}
 	fputs("],\"rejected\":[", f);
-	sqlite3_prepare_v2(db,
-			   "SELECT status, reason, COUNT(*) FROM candidate WHERE sweep=?1 AND "
-			   "status IN ('invalid','oom','failed') GROUP BY status, "
-			   "substr(reason, 1, 24) ORDER BY COUNT(*) DESC LIMIT 12",
-			   -1, &st, NULL);
-	sqlite3_bind_int64(st, 1, R->sid);
+	st = sweep_stmt(db, R->sid, SQL_REJECTED);
 	sep = "";
 	while (sqlite3_step(st) == SQLITE_ROW) {
 		fprintf(f, "%s\n{\"status\":", sep);
