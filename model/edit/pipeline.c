@@ -81,11 +81,12 @@ struct ps {
 	struct imap stats;	  /* ref of an optimizer's first kernel, or of
 				   * its launch -> index in sr */
 	VEC(struct srange) sr;
-	uint32_t n_ar, n_grp;	     /* the statistics' kernel and group names */
-	uint32_t n_f32, n_emb_dtype; /* the statistics' dtype, the embedding's */
-	uint8_t *own;		     /* per base rank and step: the trace's own
+	uint32_t n_ar, n_grp; /* the statistics' kernel and group names */
+	uint8_t *own;	      /* per base rank and step: the trace's own
 			       * statistics' all-reduces (is_stat) */
 	uint32_t own_iters;
+	/* The added all-reduces' dtypes: the statistics', the embedding's. */
+	uint32_t n_f32, n_emb_dtype;
 	/* rerec[q]: base processor q records an event that a task of another
 	 * unit on its stage waits for (cross_unit_event); before[q]: then by
 	 * unit_key, q's last staged task on the stage before that unit in the
