@@ -5551,8 +5551,8 @@ static void test_coll_dtypes(void **state)
  *    = 1,048,576 values, 4,194,304 bytes "Float" (bf16: 2,097,152
  *    "BFloat16"), its reduce-scatter the same; a pipeline send of the
  *    rank's b s h / t = 524,288 values, 2,097,152 bytes "Float" (bf16
- *    1,048,576), one a microbatch forward from stage 0; no collective of
- *    rank 0 labelled "BFloat16".  The timeline writes the gather as
+ *    1,048,576), one a microbatch forward from stage 0; no all-gather
+ *    or send of rank 0 labelled "BFloat16".  The timeline writes the gather as
  *    1,048,576 "Float" elements.
  *  - cp 2 (the ring): a forward transfer of the key-value block, K and V
  *    of b s / cp = 512 tokens x 16 heads / 1 x 64 = 2 x 524,288 values,
