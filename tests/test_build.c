@@ -16,11 +16,14 @@
  * below.  tests/data/retime_2024.json: a GEMM and a kernel without shapes
  * re-timed for a wider model and another GPU (test_retime_gemm).
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "build.h"
 #include "calib.h"
+#include "dtype.h"
 #include "edit.h"
 #include "hw.h"
 #include "infer.h"
@@ -701,6 +704,110 @@ static void test_dp_added(void **state)
 	assert_int_equal(n_ar, 4);
 	graph_free(e);
 	graph_free(g);
+}
+
+/* tests/data/accum_2024.json with every op's "Input type" `type` (its
+ * ops record shapes alone), written to a temporary file at path. */
+static void accum_typed(const char *type, char *path)
+{
+	FILE *in = fopen(TEST_DATA("accum_2024.json"), "r"), *out;
+	char *buf, *at, *from;
+	long len;
+	int fd = mkstemp(path);
+	assert_true(fd >= 0);
+	assert_non_null(in);
+	assert_non_null(out = fdopen(fd, "w"));
+	fseek(in, 0, SEEK_END);
+	len = ftell(in);
+	rewind(in);
+	assert_non_null(buf = malloc((size_t)len + 1));
+	assert_int_equal(fread(buf, 1, (size_t)len, in), (size_t)len);
+	buf[len] = '\0';
+	for (from = buf; (at = strstr(from, "\"Input Dims\"")); from = at) {
+		fwrite(from, 1, (size_t)(at - from), out);
+		fprintf(out, "\"Input type\": [\"%s\"], ", type);
+		fputs("\"Input Dims\"", out);
+		at += strlen("\"Input Dims\"");
+	}
+	fputs(from, out);
+	free(buf);
+	fclose(in);
+	fclose(out);
+}
+
+/*
+ * The added gradient all-reduces labelled with the dtype they move (as
+ * prism synth's, dtype.h dtype_coll_name), so that a timeline's elements
+ * (bytes / the label's size) are the gradients': buckets of 1,000
+ * parameters a layer (three layers) and the embedding's 500 after the
+ * bottom layer's.  An fp32 trace (accum_2024.json's ops in "float"),
+ * dp_grad_bytes 4 (fp32 main gradients): four all-reduces "Float" of
+ * 4,000, 4,000, 4,000 and 2,000 bytes (1,000, 1,000, 1,000 and 500
+ * elements; were "BFloat16", twice the elements), the f32 sum kernel.  At
+ * 2 bytes a gradient: "Half" where the trace's activations are c10::Half,
+ * else "BFloat16" (the fp32 trace too: bf16 gradients of an fp32 trace
+ * are a plan's, not the trace's, dtype).
+ */
+static void test_dp_added_dtypes(void **state)
+{
+	static const struct {
+		const char *type; /* NULL: as traced, no types */
+		double gb;
+		const char *label, *kernel;
+	} c[] = {{"float", 4, "Float", "ncclDevKernel_AllReduce_Sum_f32_RING_LL"},
+		 {"float", 2, "BFloat16", "ncclDevKernel_AllReduce_Sum_bf16_RING_LL"},
+		 {"c10::Half", 2, "Half", "ncclDevKernel_AllReduce_Sum_bf16_RING_LL"},
+		 {NULL, 2, "BFloat16", "ncclDevKernel_AllReduce_Sum_bf16_RING_LL"}};
+	static const double first[1] = {0}, last[1] = {500};
+	(void)state;
+	for (size_t i = 0; i < sizeof(c) / sizeof(c[0]); i++) {
+		char path[] = "/tmp/prism-dpdtype-XXXXXX";
+		const char *paths[1] = {path};
+		struct reshape_plan p;
+		struct reshape_stats st;
+		struct build_opts o;
+		struct prism_err err;
+		struct graph *g, *e;
+		double elems = 0, half;
+		int n = 0, h;
+		if (c[i].type)
+			accum_typed(c[i].type, path);
+		else
+			paths[0] = TEST_DATA("accum_2024.json");
+		build_opts_default(&o);
+		g = load(paths, 1, &o);
+		if (c[i].type)
+			unlink(path);
+		edit_activation_type(g, &half, &h);
+		assert_true(half == (c[i].type && strcmp(c[i].type, "float") == 0 ? 4 : 2));
+		reshape_plan_init(&p);
+		p.add_dp = 1;
+		p.dp = 2;
+		p.dp_layer_params = 1000;
+		p.dp_bucket_params = 1000;
+		p.dp_grad_bytes = c[i].gb;
+		p.dp_first = first;
+		p.dp_last = last;
+		p.n_dp_extra = 1;
+		p.dp_coll_ns = dp_ns;
+		p.event_ns = p.launch_ns = p.cpu_op_ns = 1000;
+		prism_err_clear(&err);
+		assert_int_equal(reshape_apply(g, &p, &e, &st, &err), 0);
+		assert_int_equal(st.colls_added, 4);
+		for (uint32_t k = 0; k < e->n_colls; k++) {
+			const struct graph_coll *x = &e->colls[k];
+			const char *dt = strtab_get(&e->st, x->dtype);
+			int64_t es = dtype_bytes(dt, DTYPE_COLL);
+			assert_string_equal(dt, c[i].label);
+			assert_string_equal(strtab_get(&e->st, e->name[x->node]), c[i].kernel);
+			assert_true(es == c[i].gb && x->bytes % es == 0);
+			assert_true(x->bytes / es == 1000 || (x->bytes / es == 500 && n++ == 0));
+			elems += (double)(x->bytes / es);
+		}
+		assert_true(elems == 3500 && n == 1);
+		graph_free(e);
+		graph_free(g);
+	}
 }
 
 static int64_t acc_kb_ns(const void *ctx, double bytes)
@@ -1549,6 +1656,7 @@ int main(void)
 	    cmocka_unit_test(test_share_edges),
 	    cmocka_unit_test(test_accumulation),
 	    cmocka_unit_test(test_dp_added),
+	    cmocka_unit_test(test_dp_added_dtypes),
 	    cmocka_unit_test(test_accumulation_added),
 	    cmocka_unit_test(test_layer_bridges),
 	    cmocka_unit_test(test_rocm),

@@ -722,6 +722,20 @@ static void test_dtype_bytes(void **state)
 		assert_int_equal(dtype_bytes(c[i].name, DTYPE_OP | DTYPE_COLL),
 				 c[i].coll ? c[i].coll : c[i].op);
 	}
+	/* A collective's name by its elements' size, which the table sizes
+	 * back (bytes / size: the elements); a run's activations by its
+	 * --dtype (kperf_act_bytes): fp32 and tf32 4, the rest 2. */
+	assert_string_equal(dtype_coll_name(4, 0), "Float");
+	assert_string_equal(dtype_coll_name(4, 1), "Float");
+	assert_string_equal(dtype_coll_name(2, 0), "BFloat16");
+	assert_string_equal(dtype_coll_name(2, 1), "Half");
+	assert_string_equal(dtype_coll_name(1, 0), "Byte");
+	assert_string_equal(dtype_coll_name(1 + 4.0 / 128, 0), "Byte");
+	assert_int_equal(dtype_bytes(dtype_coll_name(4, 0), DTYPE_COLL), 4);
+	assert_int_equal(dtype_bytes(dtype_coll_name(2, 1), DTYPE_COLL), 2);
+	assert_true(kperf_act_bytes(HW_FP32) == 4 && kperf_act_bytes(HW_TF32) == 4);
+	assert_true(kperf_act_bytes(HW_BF16) == 2 && kperf_act_bytes(HW_FP16) == 2);
+	assert_true(kperf_act_bytes(HW_FP8) == 2 && kperf_act_bytes(HW_FP4) == 2);
 }
 
 static void test_gemm_flops(void **state)

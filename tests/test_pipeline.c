@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "dtype.h"
+#include "edit.h"
 #include "gwrite.h"
 #include "layout.h"
 #include "pipeline.h"
@@ -26,8 +28,9 @@ static const int64_t dur_us[] = {10, 10, 20, 20, 5};
 /* own: after the optimizer kernel, the trace's own all-reduce of the
  * gradient norm ("AR": 4 bytes over 2 ranks, group "gstats", 2 us), as a
  * run with a data-parallel group of 2 under the distributed optimizer
- * records it. */
-static struct graph *base_with(int own)
+ * records it.  type: where not NULL, F0's launch is an op of that one
+ * input type (record_function's "Input type") of shape [512, 1024]. */
+static struct graph *base_typed(int own, const char *type)
 {
 	struct gw w;
 	struct graph *g = NULL;
@@ -56,6 +59,10 @@ static struct graph *base_with(int own)
 		c.rtclass = RT_LAUNCH;
 		c.name = gw_intern(&w, "cudaLaunchKernel");
 		c.corr = i + 1;
+		if (type && i == 0) {
+			c.op_dims = gw_intern(&w, "[[512, 1024]]");
+			c.op_types = gw_intern(&w, type);
+		}
 		k.proc = 1;
 		k.kind = GN_KERNEL;
 		k.dur_ns = dur_us[i] * US;
@@ -97,6 +104,11 @@ static struct graph *base_with(int own)
 	assert_int_equal(gw_finish(&w, NULL, 0, &g), 0);
 	gw_release(&w);
 	return g;
+}
+
+static struct graph *base_with(int own)
+{
+	return base_typed(own, NULL);
 }
 
 static struct graph *base(void)
@@ -238,6 +250,85 @@ static void test_stats_across_stages(void **state)
 	graph_free(p);
 	graph_free(p0);
 	graph_free(g);
+}
+
+/*
+ * The collectives the cut adds, labelled with the dtype they move (as
+ * prism synth's, dtype.h dtype_coll_name), so that a timeline's elements
+ * (bytes / the label's size) are the data's.  An fp32 trace (its first
+ * layer's input [512, 1024] of "float": 524,288 values,
+ * edit_activation_bytes 2,097,152 bytes): each send and receive of
+ * 2,097,152 bytes "Float" (524,288 elements; were "BFloat16", 1,048,576);
+ * the same of "c10::Half" 1,048,576 bytes "Half", of "c10::BFloat16" or
+ * with no type recorded "BFloat16".  The statistics' all-reduce (4 bytes,
+ * an fp32 norm) "Float" whatever the trace; the tied embedding's gradient
+ * "Float" (emb_elem_bytes 0: fp32 main gradients), "BFloat16" or "Half"
+ * at emb_elem_bytes 2.
+ */
+static void test_transfer_dtypes(void **state)
+{
+	static const struct {
+		const char *type, *label;
+		double bytes;
+	} c[] = {{"['float']", "Float", 2097152},
+		 {"['c10::Half']", "Half", 1048576},
+		 {"['c10::BFloat16']", "BFloat16", 1048576},
+		 {NULL, "BFloat16", 0}};
+	(void)state;
+	for (size_t i = 0; i < sizeof(c) / sizeof(c[0]); i++)
+		for (int eb = 0; eb <= 2; eb += 2) {
+			struct graph *g = base_typed(0, c[i].type), *p = NULL;
+			struct pipeline_plan pl;
+			struct pipeline_stats ps;
+			struct prism_err err;
+			int xfer = 0, stats = 0, emb = 0;
+			assert_true(edit_activation_bytes(g) == c[i].bytes);
+			memset(&pl, 0, sizeof(pl));
+			pl.pp = 2;
+			pl.schedule = LAYOUT_1F1B;
+			pl.act_bytes = c[i].bytes > 0 ? c[i].bytes : 1 << 20;
+			pl.xfer_ns = 1 * US;
+			pl.stats_n = 1;
+			pl.stats_ns = 3 * US;
+			pl.stats_group = 2;
+			pl.emb_ns = 4 * US;
+			pl.emb_bytes = 1 << 20;
+			pl.emb_elem_bytes = eb;
+			prism_err_clear(&err);
+			assert_int_equal(pipeline_split(g, &pl, &p, &ps, &err), 0);
+			for (uint32_t k = 0; k < p->n_colls; k++) {
+				const struct graph_coll *x = &p->colls[k];
+				const char *dt = strtab_get(&p->st, x->dtype),
+					   *pg = strtab_get(&p->st, x->pg);
+				if (x->kind == GC_SEND || x->kind == GC_RECV) {
+					assert_string_equal(dt, c[i].label);
+					assert_int_equal(x->bytes, (int64_t)pl.act_bytes);
+					/* 524,288 elements each (the no-type case's
+					 * 1 MiB of bf16 too) */
+					assert_int_equal(x->bytes % dtype_bytes(dt, DTYPE_COLL), 0);
+					assert_int_equal(x->bytes / dtype_bytes(dt, DTYPE_COLL),
+							 524288);
+					xfer++;
+				} else if (strcmp(pg, "r0.gstats") == 0) {
+					assert_string_equal(dt, "Float");
+					stats++;
+				} else if (strcmp(pg, "r0.emb") == 0) {
+					assert_string_equal(dt, eb == 0 ? "Float"
+								: strcmp(c[i].label, "Half") == 0
+								    ? "Half"
+								    : "BFloat16");
+					emb++;
+				}
+			}
+			/* F0's activations forward, B1's gradient back: a send
+			 * and a receive each; per stage one statistics' and one
+			 * embedding's all-reduce. */
+			assert_int_equal(xfer, 4);
+			assert_int_equal(stats, 2);
+			assert_int_equal(emb, 2);
+			graph_free(p);
+			graph_free(g);
+		}
 }
 
 /* A tied embedding's gradient all-reduced between the end stages (both,
@@ -497,6 +588,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_stats_across_stages),
+	    cmocka_unit_test(test_transfer_dtypes),
 	    cmocka_unit_test(test_embedding_between_ends),
 	    cmocka_unit_test(test_own_norm_widened),
 	    cmocka_unit_test(test_gathers_across_units),

@@ -5543,6 +5543,102 @@ static void test_coll_dtypes(void **state)
 }
 
 /*
+ * An fp32 run's activations cross the ranks in fp32 (kperf_act_bytes 4:
+ * Megatron-LM's params_dtype and pipeline_dtype torch.float without
+ * --bf16/--fp16), bf16's in 2 bytes a value.  The small GPT by hand, a
+ * microbatch of b s = 1 x 1024 tokens, h 1024:
+ *  - tp 2 with sequence parallelism, pp 2: a layer's all-gather of b s h
+ *    = 1,048,576 values, 4,194,304 bytes "Float" (bf16: 2,097,152
+ *    "BFloat16"), its reduce-scatter the same; a pipeline send of the
+ *    rank's b s h / t = 524,288 values, 2,097,152 bytes "Float" (bf16
+ *    1,048,576), one a microbatch forward from stage 0; no all-gather
+ *    or send of rank 0 labelled "BFloat16".  The timeline writes the gather as
+ *    1,048,576 "Float" elements.
+ *  - cp 2 (the ring): a forward transfer of the key-value block, K and V
+ *    of b s / cp = 512 tokens x 16 heads / 1 x 64 = 2 x 524,288 values,
+ *    4,194,304 bytes "Float" (bf16 2,097,152).  The memory model's
+ *    working memory holds four such blocks in flight (two forward, two
+ *    of the backward's gradients: 4 x 2 x 512 x 16 x 64 = 4,194,304
+ *    values), 8,388,608 bytes more under fp32 and nothing else moved.
+ * The estimate's forward tensor-parallel time (synth_layer_tp_s) is the
+ * layer's two rounds, each a reduce-scatter and an all-gather of b s h
+ * over the 2 ranks, priced by the collective model on those bytes:
+ * 4,194,304 under fp32, 2,097,152 under bf16.  (Its backward's excess
+ * is not compared: the reductions beside the weight-gradient GEMMs hide
+ * more behind fp32's slower GEMMs.)
+ */
+static void test_fp32_activations(void **state)
+{
+	struct synth_in in;
+	struct synth_out so;
+	struct settle_out st;
+	struct graph *g;
+	char path[] = "/tmp/prism-fp32act-XXXXXX", *buf;
+	int steps, n, fd;
+	double tpf[2], tpa[2];
+	struct mem_stage ms[2];
+	(void)state;
+	for (int fp32 = 0; fp32 < 2; fp32++) {
+		const char *dt = fp32 ? "Float" : "BFloat16";
+		double eb = fp32 ? 4 : 2;
+		small(&in);
+		in.lay.dtype = fp32 ? HW_FP32 : HW_BF16;
+		in.lay.tp = 2;
+		in.lay.sp = 1;
+		in.lay.pp = 2;
+		steps = in.steps > 0 ? in.steps : 1;
+		tpa[fp32] = synth_layer_tp_s(&in, &tpf[fp32]);
+		g = build(&in, &so, &st);
+		assert_true(colls_of(g, GC_ALL_GATHER, (int64_t)(1048576 * eb), dt) > 0);
+		assert_true(colls_of(g, GC_REDUCE_SCATTER, (int64_t)(1048576 * eb), dt) > 0);
+		assert_int_equal(colls_of(g, GC_SEND, (int64_t)(524288 * eb), dt),
+				 in.lay.microbatches * steps);
+		assert_int_equal(
+		    colls_of(g, GC_SEND, (int64_t)(524288 * (6 - eb)), fp32 ? "BFloat16" : "Float"),
+		    0);
+		if (fp32) {
+			assert_true(coll_bytes(g, GC_ALL_GATHER, "BFloat16", &n) == 0 && n == 0);
+			assert_true(coll_bytes(g, GC_SEND, "BFloat16", &n) == 0 && n == 0);
+			fd = mkstemp(path);
+			assert_true(fd >= 0);
+			close(fd);
+			timeline_round_trip(g, path);
+			buf = file_text(path);
+			assert_non_null(strstr(buf, "\"Collective name\":\"all_gather\",\"In msg "
+						    "nelems\":1048576,\"Out msg nelems\":1048576,"
+						    "\"Group size\":2,\"dtype\":\"Float\""));
+			free(buf);
+			unlink(path);
+		}
+		synth_out_release(&so);
+		graph_free(g);
+
+		small(&in);
+		in.lay.dtype = fp32 ? HW_FP32 : HW_BF16;
+		in.lay.cp = 2;
+		mem_stage(&in.m, &in.lay, in.hw, 0, &ms[fp32]);
+		g = build(&in, &so, &st);
+		assert_true(colls_of(g, GC_SEND_RECV, (int64_t)(1048576 * eb), dt) > 0);
+		synth_out_release(&so);
+		graph_free(g);
+	}
+	assert_true(ms[1].transient - ms[0].transient == 8388608);
+	for (int fp32 = 0; fp32 < 2; fp32++) {
+		struct comm_est rs, ag;
+		double b = fp32 ? 4194304 : 2097152;
+		small(&in);
+		assert_int_equal(comm_time(in.hw, GC_REDUCE_SCATTER, b, (struct comm_group){2, 2},
+					   in.comm_eff, COMM_AUTO, &rs),
+				 0);
+		assert_int_equal(comm_time(in.hw, GC_ALL_GATHER, b, (struct comm_group){2, 2},
+					   in.comm_eff, COMM_AUTO, &ag),
+				 0);
+		assert_true(fabs(tpf[fp32] - 2 * (rs.time_s + ag.time_s)) < 1e-15);
+		assert_true(tpa[fp32] > tpf[fp32]);
+	}
+}
+
+/*
  * FP8 primary weights (layout.h fp8_param_gather: Megatron-LM's
  * --fp8-param-gather; docs/MODEL.md "FP8 primary weights"), the small GPT
  * by hand on the H100 profile (fp8 GEMMs TN-only), fp8 delayed scaling,
@@ -7540,6 +7636,7 @@ int main(void)
 	    cmocka_unit_test(test_optimizer_dtype),
 	    cmocka_unit_test(test_fp8_param_gather),
 	    cmocka_unit_test(test_coll_dtypes),
+	    cmocka_unit_test(test_fp32_activations),
 	    cmocka_unit_test(test_mla_layer),
 	    cmocka_unit_test(test_mla_load),
 	    cmocka_unit_test(test_cp_ring),

@@ -69,3 +69,12 @@ int dtype_bytes(const char *name, int in)
 			return names[i].bytes;
 	return 0;
 }
+
+const char *dtype_coll_name(double bytes, int half)
+{
+	if (bytes == 4)
+		return "Float";
+	if (bytes == 2)
+		return half ? "Half" : "BFloat16";
+	return "Byte";
+}

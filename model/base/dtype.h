@@ -25,4 +25,14 @@ enum {
  * DTYPE_COLL), or 0 if that reading does not know it. */
 int dtype_bytes(const char *name, int in);
 
+/* c10::ScalarType's name (a collective's "dtype", DTYPE_COLL above) of
+ * elements of `bytes` bytes each in a run whose 16-bit type is fp16
+ * (half) or bf16: "Float" for 4, "Half" or "BFloat16" for 2, and "Byte"
+ * for any other size -- a torch.uint8 buffer of quantised data, or
+ * values of mixed types or with their scales, counted in bytes -- so
+ * that bytes / dtype_bytes(name, DTYPE_COLL) is the elements (a
+ * timeline's nelems).  Prism's synth (se_dtype) and graph edits label
+ * the collectives they create with it. */
+const char *dtype_coll_name(double bytes, int half);
+
 #endif

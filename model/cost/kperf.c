@@ -22,6 +22,11 @@ double kperf_elem_bytes(int dtype)
 	}
 }
 
+double kperf_act_bytes(int dtype)
+{
+	return dtype == HW_FP32 || dtype == HW_TF32 ? 4 : 2;
+}
+
 /* SMs of a profile that does not say (an A100's). */
 #define KPERF_SMS 108
 
@@ -150,7 +155,7 @@ double kperf_gemm_plan_sched(const struct hw_profile *hw, int dtype, double b, d
 		}
 	}
 	es = kperf_elem_bytes(hw_gemm_dtype(dtype));
-	out_b = dtype == HW_FP32 || dtype == HW_TF32 ? 4 : 2;
+	out_b = kperf_act_bytes(dtype);
 	/* The epilogues' output write after the main loops (kperf.h): the
 	 * same bytes whatever the plan, so added to the fastest. */
 	if (g->out_eff > 0)
@@ -472,7 +477,7 @@ double kperf_lowp_gather_bytes(int dtype, int recipe, int exec, int usage)
 	int per_tensor = recipe == LAYOUT_FP8_DELAYED || recipe == LAYOUT_FP8_CURRENT;
 	if (usage == KPERF_GATHER_BF16 || (dtype != HW_FP8 && dtype != HW_FP4) ||
 	    compiled_tensorwise(dtype, recipe, exec))
-		return 2;
+		return kperf_act_bytes(dtype);
 	if (dtype == HW_FP8 && per_tensor)
 		return 1;
 	return (usage == KPERF_GATHER_BOTH ? 2 : 1) * kperf_lowp_copy_bytes(dtype, recipe);

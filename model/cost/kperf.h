@@ -194,6 +194,20 @@ double kperf_mem_grid_s(const struct hw_profile *hw, int kind, int impl, double 
 double kperf_elem_bytes(int dtype);
 
 /*
+ * Bytes of one activation element of a run whose linear layers compute in
+ * dtype (the layout's --dtype): what a layer's output, the tensor- and
+ * context-parallel collectives and the pipeline's sends carry where no
+ * quantised copy is moved (kperf_lowp_gather_bytes).  4 for fp32 and tf32
+ * (an fp32 model: Megatron-LM without --bf16/--fp16 keeps params_dtype
+ * torch.float32, so its hidden states and their gradients are fp32;
+ * tf32 is a math mode of fp32 tensors); 2 for bf16 and fp16; 2 for fp8
+ * and fp4, whose recipes keep the activations between modules in the
+ * bf16 of their autocast (Transformer Engine's quantisers make GEMM
+ * operands, the GEMM writes bf16: docs/MODEL.md, "Activation dtype").
+ */
+double kperf_act_bytes(int dtype);
+
+/*
  * The kernels that quantise one bf16 tensor of n values for GEMMs in
  * dtype: fp8 under `recipe` (enum layout_fp8_recipe), fp4 under NVFP4's
  * (Transformer Engine's quantizers, docs/MODEL.md "Mixed precision"), as
@@ -276,8 +290,9 @@ double kperf_lowp_norm_out_bytes(int dtype, int recipe, int exec);
  * (transformer_engine/pytorch/distributed.py gather_along_first_dim, TE
  * 2.12 to 2.20; the usages set in module/linear.py, layernorm_linear.py
  * and _common.py set_quantizer_usage_for_wgrad_all_gather):
- *   KPERF_GATHER_BF16  the framework gathers bf16 whatever the recipe (a
- *                      LoRA adapter's return_layernorm_output_gathered): 2;
+ *   KPERF_GATHER_BF16  the framework gathers the high-precision tensor
+ *                      whatever the recipe (a LoRA adapter's
+ *                      return_layernorm_output_gathered): kperf_act_bytes;
  *   KPERF_GATHER_ROW   a forward GEMM's input, quantised with row-wise
  *                      usage only;
  *   KPERF_GATHER_COL   a column-parallel Linear's saved input gathered
@@ -291,7 +306,8 @@ double kperf_lowp_norm_out_bytes(int dtype, int recipe, int exec);
  * (_start_all_gather_fp8_blockwise), mxfp8 (_all_gather_mxfp8) and fp4
  * (NVFP4, _all_gather_nvfp4) gather each usage's data and its scales
  * (kperf_lowp_copy_bytes): ROW and COL one copy, BOTH two.  torchao's
- * Float8Linear under torch.compile and bf16 runs: 2. */
+ * Float8Linear under torch.compile: 2; runs without fp8 or fp4 their
+ * activations' kperf_act_bytes (2, fp32's 4). */
 enum kperf_gather { KPERF_GATHER_BF16, KPERF_GATHER_ROW, KPERF_GATHER_COL, KPERF_GATHER_BOTH };
 double kperf_lowp_gather_bytes(int dtype, int recipe, int exec, int usage);
 

@@ -688,17 +688,18 @@ static void stage_transient(const struct llm *m, const struct layout *l,
 	/* Context parallelism: the ring's key-value blocks in flight, two
 	 * (double buffered), and their gradients' two backward (p2p, and the
 	 * ring of a2a+p2p: the same bytes, a-th of the heads over a times the
-	 * tokens). */
+	 * tokens), in the activations' dtype (kperf_act_bytes, as layer.c's
+	 * transfers). */
 	if (layout_cp(l) > 1 && (l->cp_comm == LAYOUT_CP_P2P ||
 				 (l->cp_comm == LAYOUT_CP_A2A_P2P &&
 				  layout_cp_a2a(l, hw ? hw_domain(hw) : 1) < layout_cp(l))))
-		out->transient +=
-		    4 * 2 * b * sl * llm_kv_heads_rank(m, (int)t) * llm_head_dim(m) * 2;
+		out->transient += 4 * 2 * b * sl * llm_kv_heads_rank(m, (int)t) * llm_head_dim(m) *
+				  kperf_act_bytes(l->dtype);
 	/* The all-gather form: the whole sequence's K and V, gathered, and
 	 * their gradients before the reduce-scatter. */
 	if (layout_cp(l) > 1 && l->cp_comm == LAYOUT_CP_ALLGATHER)
 		out->transient += 2 * 2 * b * sl * layout_cp(l) * llm_kv_heads_rank(m, (int)t) *
-				  llm_head_dim(m) * 2;
+				  llm_head_dim(m) * kperf_act_bytes(l->dtype);
 	/* Ulysses' all-to-alls: Q, K and V received beside the sent ones
 	 * (backward their gradients), as many bytes as the rank's own. */
 	if (layout_cp(l) > 1 && layout_cp_a2a(l, hw ? hw_domain(hw) : 1) > 1)
@@ -706,7 +707,7 @@ static void stage_transient(const struct llm *m, const struct layout *l,
 		    b * sl *
 		    (m->heads / t * llm_qk_head_dim(m) +
 		     llm_kv_heads_rank(m, (int)t) * (llm_qk_head_dim(m) + llm_v_head_dim(m))) *
-		    2;
+		    kperf_act_bytes(l->dtype);
 	/* Mixture-of-experts: the dispatcher's buffers (its receive side is
 	 * the experts' input, counted above). */
 	if (llm_moe_layers(m) > 0) {

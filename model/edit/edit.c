@@ -767,6 +767,15 @@ static long first_list(const char *d, double *n, uint32_t *key, long cap)
 
 double edit_activation_bytes(const struct graph *g)
 {
+	return edit_activation_type(g, NULL, NULL);
+}
+
+double edit_activation_type(const struct graph *g, double *elem, int *half)
+{
+	if (elem)
+		*elem = 2;
+	if (half)
+		*half = 0;
 	for (uint32_t u = 0; u < g->n_nodes; u++) {
 		const char *d, *t;
 		double el;
@@ -794,7 +803,11 @@ double edit_activation_bytes(const struct graph *g)
 			}
 			ty[k] = '\0';
 			sz = dtype_bytes(ty, DTYPE_OP);
+			if (half)
+				*half = strcmp(ty, "c10::Half") == 0;
 		}
+		if (elem)
+			*elem = sz > 0 ? sz : 2;
 		return el * (sz > 0 ? sz : 2);
 	}
 	return 0;

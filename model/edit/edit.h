@@ -131,6 +131,13 @@ int edit_params(const struct graph *g, int layers, double *total, double *per_la
  * size (Input type), or 0 when the trace records none. */
 double edit_activation_bytes(const struct graph *g);
 
+/* The same, and the size of one of those elements in *elem (2 where the
+ * trace records no type or one dtype.h does not size: bf16's) and in
+ * *half whether they are fp16 ("c10::Half"), each where not NULL: what
+ * the collectives an edit adds of the activations are labelled by
+ * (dtype_coll_name). */
+double edit_activation_type(const struct graph *g, double *elem, int *half);
+
 /* Host costs measured on g: median launch call, median CPU work before a
  * launch, median event record / stream wait call (*event_s -1 if none).
  * 0, or -1 when g launches nothing. */

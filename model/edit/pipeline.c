@@ -7,6 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "dtype.h"
+#include "edit.h"
 #include "gwrite.h"
 #include "imap.h"
 #include "mem.h"
@@ -83,6 +85,8 @@ struct ps {
 	uint8_t *own;	      /* per base rank and step: the trace's own
 			       * statistics' all-reduces (is_stat) */
 	uint32_t own_iters;
+	/* The added all-reduces' dtypes: the statistics', the embedding's. */
+	uint32_t n_f32, n_emb_dtype;
 	/* rerec[q]: base processor q records an event that a task of another
 	 * unit on its stage waits for (cross_unit_event); before[q]: then by
 	 * unit_key, q's last staged task on the stage before that unit in the
@@ -838,7 +842,19 @@ static int lay_out_procs(struct ps *s)
 	s->n_rec = gw_intern(&s->w, "cudaEventRecord");
 	s->n_wait = gw_intern(&s->w, "cudaStreamWaitEvent");
 	s->n_send = gw_intern(&s->w, "ncclDevKernel_SendRecv");
-	s->n_dtype = gw_intern(&s->w, "BFloat16");
+	/* The transfers' dtype: the activations' as the trace records them
+	 * (edit_activation_type; act_bytes is of those), named by the one
+	 * table as prism synth names its own (dtype.h). */
+	{
+		double el;
+		int half;
+		edit_activation_type(g, &el, &half);
+		s->n_dtype = gw_intern(&s->w, dtype_coll_name(el, half));
+		s->n_f32 = gw_intern(&s->w, dtype_coll_name(4, half));
+		s->n_emb_dtype = gw_intern(
+		    &s->w,
+		    dtype_coll_name(s->p->emb_elem_bytes > 0 ? s->p->emb_elem_bytes : 4, half));
+	}
 	s->n_ranks2 = gw_intern(&s->w, "[2]");
 	s->n_empty = gw_intern(&s->w, "");
 	s->n_recv = s->n_send;
@@ -1032,7 +1048,7 @@ static int make_stats(struct ps *s)
 					cl.group_size = i ? p->stats_group : 2;
 					cl.pg = i ? pgid : epg;
 					cl.ranks = s->n_grp;
-					cl.dtype = s->n_dtype;
+					cl.dtype = i ? s->n_f32 : s->n_emb_dtype;
 					gw_collective(w, &h, &t, &cl, NULL, &kern);
 					for (uint32_t e = s->in_off[u]; e < s->in_off[u + 1]; e++) {
 						uint32_t v = s->in_src[e];

@@ -85,6 +85,12 @@ struct pipeline_plan {
 	 * emb_bytes a rank. */
 	int64_t emb_ns;
 	double emb_bytes;
+	/* Bytes an element of that gradient (synth_grad_bytes), which names
+	 * its dtype (dtype_coll_name); 0: 4, the fp32 main gradients of
+	 * Megatron-LM's default optimizer.  The transfers are labelled by
+	 * the base's activations (edit_activation_type), the statistics'
+	 * all-reduces "Float". */
+	double emb_elem_bytes;
 	/* The output side's all-gather (head[0]), gradient reduce-scatter
 	 * (head[1]) and, with hybrid sharding, the shard's all-reduce over the
 	 * replicas (head[2]) on the last stage under ZeRO-3 and FSDP (synth_head_colls):

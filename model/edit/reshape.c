@@ -8,6 +8,8 @@
 #include <string.h>
 
 #include "cost.h"
+#include "dtype.h"
+#include "edit.h"
 #include "gwrite.h"
 #include "imap.h"
 #include "vec.h"
@@ -617,12 +619,19 @@ static int dp_names(struct rs *r, struct dpw *d)
 {
 	struct gw *w = &r->w;
 	char buf[64];
+	int half;
 	d->n_cpu = gw_intern(w, "c10d::allreduce_");
 	d->n_launch = gw_intern(w, "cudaLaunchKernel");
 	d->n_rec = gw_intern(w, "cudaEventRecord");
 	d->n_wait = gw_intern(w, "cudaStreamWaitEvent");
-	d->n_kern = gw_intern(w, "ncclDevKernel_AllReduce_Sum_bf16_RING_LL");
-	d->dtype = gw_intern(w, "BFloat16");
+	/* The gradients' dtype by their size (dp_grad_bytes: 4, the fp32 main
+	 * gradients, "Float"), the 16-bit one the trace's activations' (fp16
+	 * or bf16), named by the one table as prism synth names its own. */
+	edit_activation_type(r->g, NULL, &half);
+	d->n_kern =
+	    gw_intern(w, r->p->dp_grad_bytes == 4 ? "ncclDevKernel_AllReduce_Sum_f32_RING_LL"
+						  : "ncclDevKernel_AllReduce_Sum_bf16_RING_LL");
+	d->dtype = gw_intern(w, dtype_coll_name(r->p->dp_grad_bytes, half));
 	d->empty = gw_intern(w, "");
 	snprintf(buf, sizeof(buf), "[%d]", r->p->dp);
 	d->ranks = gw_intern(w, buf);

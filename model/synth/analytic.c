@@ -114,8 +114,9 @@ static double cp_terms(const struct analytic_in *in, const struct terms *T)
 	int tp = l->tp, cp = layout_cp(l),
 	    fr = 1 + (l->recompute == LAYOUT_RECOMPUTE_FULL || layout_rc(l, LAYOUT_RC_CORE_ATTN));
 	int a = layout_cp_a2a(l, hw_domain(hw)), q = cp / (a > 0 ? a : 1);
-	double kv = llm_kv_heads(m) < tp ? 1 : (double)llm_kv_heads(m) / tp;
-	double bytes = 2.0 * l->mbs * m->seq / cp * kv * llm_head_dim(m) * 2, tf, tb, t = 0;
+	double kv = llm_kv_heads(m) < tp ? 1 : (double)llm_kv_heads(m) / tp,
+	       ab = kperf_act_bytes(l->dtype);
+	double bytes = 2.0 * l->mbs * m->seq / cp * kv * llm_head_dim(m) * ab, tf, tb, t = 0;
 	struct comm_group g = {2, (long)cp * tp <= hw_domain(hw) ? 2 : 1};
 	struct comm_est ce;
 
@@ -141,10 +142,10 @@ static double cp_terms(const struct analytic_in *in, const struct terms *T)
 		    hw, GC_ALL_TO_ALL,
 		    tok *
 			(hq * llm_qk_head_dim(m) + kv * (llm_qk_head_dim(m) + llm_v_head_dim(m))) *
-			2,
+			ab,
 		    ga, in->comm_eff, COMM_AUTO, &ce);
 		tq = ce.time_s;
-		comm_time(hw, GC_ALL_TO_ALL, tok * hq * llm_v_head_dim(m) * 2, ga, in->comm_eff,
+		comm_time(hw, GC_ALL_TO_ALL, tok * hq * llm_v_head_dim(m) * ab, ga, in->comm_eff,
 			  COMM_AUTO, &ce);
 		to = ce.time_s;
 		t = (fr + 1) * (tq + to);
@@ -202,7 +203,8 @@ static int shared_terms(const struct analytic_in *in, struct terms *T, struct pr
 	const struct layout *l = &in->lay;
 	const struct llm *m = &in->m;
 	int tp = l->tp;
-	double act_bytes = (double)l->mbs * m->seq / layout_cp(l) * m->hidden * 2;
+	double act_bytes =
+	    (double)l->mbs * m->seq / layout_cp(l) * m->hidden * kperf_act_bytes(l->dtype);
 	struct comm_est ce;
 
 	T->pn = hw_domain(hw) / tp;

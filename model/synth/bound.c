@@ -834,21 +834,23 @@ static double tp_coll_eb_s(const struct synth_in *in, int kind, double bs, doubl
 											 : 0;
 }
 
-/* The same in bf16. */
+/* The same in the activations' dtype (kperf_act_bytes: bf16's 2, fp32's
+ * 4). */
 static double tp_coll_s(const struct synth_in *in, int kind, double bs, double w)
 {
-	return tp_coll_eb_s(in, kind, bs, w, 2);
+	return tp_coll_eb_s(in, kind, bs, w, kperf_act_bytes(in->lay.dtype));
 }
 
 /* The least bytes a value of a sequence-parallel gather of b s h that
- * layer.c's gather_bytes gives a usage (kperf_lowp_gather_bytes; bf16's 2
- * where the framework gathers bf16, or blockwise's and mxfp8's two copies
- * are more). */
+ * layer.c's gather_bytes gives a usage (kperf_lowp_gather_bytes; the
+ * activations' kperf_act_bytes where the framework gathers them
+ * unquantised, or blockwise's and mxfp8's two copies are more). */
 static double sp_gather_eb(const struct synth_in *in, int usage)
 {
 	const struct layout *l = &in->lay;
-	double eb = kperf_lowp_gather_bytes(l->dtype, l->fp8_recipe, l->exec, usage);
-	return eb < 2 ? eb : 2;
+	double eb = kperf_lowp_gather_bytes(l->dtype, l->fp8_recipe, l->exec, usage),
+	       ab = kperf_act_bytes(l->dtype);
+	return eb < ab ? eb : ab;
 }
 
 /* MLA's attention's tensor-parallel collectives on the compute stream

@@ -18,6 +18,8 @@
 #include <string.h>
 
 #include "comm.h"
+#include "dtype.h"
+#include "kperf.h"
 #include "vec.h"
 
 static const int64_t stream_id[S_N] = {7, 13, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31};
@@ -395,17 +397,14 @@ static void ranks_text(char *buf, int n)
 
 const char *se_dtype(const struct ctx *c, double eb)
 {
-	if (eb == 4)
-		return "Float";
-	if (eb == 2)
-		return c->in->lay.dtype == HW_FP16 ? "Half" : "BFloat16";
-	return "Byte";
+	return dtype_coll_name(eb, c->in->lay.dtype == HW_FP16);
 }
 
 void se_collective(struct ctx *c, int r, int st, int kind, const char *kname, double bytes,
 		   struct comm_group g, const char *pg)
 {
-	se_collective_dt(c, r, st, kind, kname, bytes, g, pg, se_dtype(c, 2));
+	se_collective_dt(c, r, st, kind, kname, bytes, g, pg,
+			 se_dtype(c, kperf_act_bytes(c->in->lay.dtype)));
 }
 
 /* A collective of kind on bytes over group g, on stream st, in process

@@ -168,7 +168,8 @@ static void gemm(struct ctx *c, int r, const char *name, double m, double n, dou
 /* One tensor-parallel collective of the b s tokens' activations of width
  * `width`, eb bytes a value, on stream st: kind GC_ALL_REDUCE, or with
  * sequence parallelism GC_REDUCE_SCATTER or GC_ALL_GATHER.  Reductions
- * are of bf16 (eb 2); a gather may be of fp8 (gather_bytes). */
+ * are of the activations' dtype (z->ab); a gather may be of fp8
+ * (gather_bytes). */
 static void tp_coll_dt(struct ctx *c, int r, const struct shape *z, int st, int kind, double bytes,
 		       const char *dtype)
 {
@@ -183,25 +184,27 @@ static void tp_coll_dt(struct ctx *c, int r, const struct shape *z, int st, int 
 			 bytes, g, pg, dtype);
 }
 
-/* (A gather of fp8 data, eb not 2, is of Float8Tensor's torch.uint8
- * buffers: se_dtype's "Byte".) */
+/* (A gather of fp8 data, eb under the activations' z->ab, is of
+ * Float8Tensor's torch.uint8 buffers: se_dtype's "Byte".  Reductions are
+ * of the activations' dtype.) */
 static void tp_coll_eb(struct ctx *c, int r, const struct shape *z, int st, int kind, double width,
 		       double eb)
 {
 	if (kind != GC_ALL_GATHER)
-		eb = 2;
+		eb = z->ab;
 	tp_coll_dt(c, r, z, st, kind, z->b * z->s * width * eb, se_dtype(c, eb));
 }
 
 void sl_tp_coll(struct ctx *c, int r, const struct shape *z, int st, int kind, double bytes)
 {
-	tp_coll_dt(c, r, z, st, kind, bytes, se_dtype(c, 2));
+	tp_coll_dt(c, r, z, st, kind, bytes, se_dtype(c, z->ab));
 }
 
-/* The same in bf16. */
+/* The same of the activations' dtype (z->ab bytes a value: bf16's 2,
+ * fp32's 4). */
 static void tp_coll_of(struct ctx *c, int r, const struct shape *z, int st, int kind, double width)
 {
-	tp_coll_eb(c, r, z, st, kind, width, 2);
+	tp_coll_eb(c, r, z, st, kind, width, z->ab);
 }
 
 /* The same of the b s h activations. */
@@ -446,7 +449,7 @@ static void attn_op(struct ctx *c, const struct shape *z, int dtype, int bwd)
 static double cp_kv_bytes(const struct shape *z)
 {
 	double kv = z->kv < z->t ? 1 : z->kv / z->t;
-	return 2 * z->b * z->s * kv * z->d * 2;
+	return 2 * z->b * z->s * kv * z->d * z->ab;
 }
 
 /* A ring step's transfer in process group pg (the rank's "cp.R"). */
@@ -527,7 +530,7 @@ static void more_launches(struct ctx *c, int n);
 double sl_cp_a2a_bytes(const struct shape *z, int qkv)
 {
 	double kv = z->kv < z->t ? 1 : z->kv / z->t, q = z->a / z->t;
-	return z->b * z->s * (qkv ? q * z->dqk + kv * (z->dqk + z->dv) : q * z->dv) * 2;
+	return z->b * z->s * (qkv ? q * z->dqk + kv * (z->dqk + z->dv) : q * z->dv) * z->ab;
 }
 
 /* The shape the attention runs at after Ulysses' all-to-all over a of
@@ -1311,7 +1314,7 @@ static void shared_fwd(struct ctx *c, int r, const struct shape *z)
 	if (t > 1)
 		tp_coll_eb(c, r, z, c->kstream, GC_ALL_GATHER, z->h,
 			   c->kstream == S_COMPUTE ? te_linear_gather_bytes(c, KPERF_GATHER_ROW)
-						   : 2);
+						   : z->ab);
 	linear_fwd(c, r, "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_shared_fc1", bs,
 		   z->shared * z->fe_in / t, z->h);
 	sl_kernel(c, r, KC_ELEMENTWISE, z->gated ? "swiglu_fwd_kernel" : "gelu_fwd_kernel",
@@ -1343,7 +1346,7 @@ static void shared_bwd(struct ctx *c, int r, const struct shape *z)
 		return;
 	if (t > 1)
 		tp_coll_eb(c, r, z, c->kstream, GC_ALL_GATHER, z->h,
-			   side ? 2 : gather_bytes(c, GATHER_GRAD));
+			   side ? z->ab : gather_bytes(c, GATHER_GRAD));
 	gemm_bwd(c, r, "shared_fc2", bs, z->h, sf / t);
 	sl_kernel(c, r, KC_ELEMENTWISE, z->gated ? "swiglu_bwd_kernel" : "gelu_bwd_kernel",
 		  z->gated ? bs * sf / t * 2 * 5 : ew(bs * sf / t, 2));
@@ -1564,15 +1567,16 @@ static void mla_bwd(struct ctx *c, int r, const struct shape *z)
 	double nd = sp ? bs / z->t : bs;
 
 	mla_rope(c, r, z, 1);
-	linear_bwd_g(c, r, "kv_up", bs, hq * (z->dqk - z->rope + z->dv), z->kvl, 0, z, 2, z->kvl);
+	linear_bwd_g(c, r, "kv_up", bs, hq * (z->dqk - z->rope + z->dv), z->kvl, 0, z, z->ab,
+		     z->kvl);
 	norm_bwd(c, r, ew(nd * z->kvl, 3));
 	acc_norm_of(c, r, z->kvl);
 	if (z->ql > 0) {
-		linear_bwd_g(c, r, "q_up", bs, hq * z->dqk, z->ql, 0, z, 2, z->ql);
+		linear_bwd_g(c, r, "q_up", bs, hq * z->dqk, z->ql, 0, z, z->ab, z->ql);
 		norm_bwd(c, r, ew(nd * z->ql, 3));
 		acc_norm_of(c, r, z->ql);
 	} else {
-		linear_bwd_g(c, r, "q", bs, hq * z->dqk, z->h, 0, z, 2, z->h);
+		linear_bwd_g(c, r, "q", bs, hq * z->dqk, z->h, 0, z, z->ab, z->h);
 	}
 	if (sp && z->rope > 0)
 		tp_coll_of(c, r, z, S_COMPUTE, GC_REDUCE_SCATTER, z->rope);
@@ -1604,9 +1608,9 @@ static int layer_kind(const struct ctx *c, int r)
 static double fwd_gather_attn(const struct ctx *c, int r, const struct shape *z)
 {
 	if (moe_now(c, r, z))
-		return z->mla ? 0 : 2;
+		return z->mla ? 0 : z->ab;
 	if (layer_kind(c, r) == LLM_KIND_ATTN)
-		return z->mla ? 2 : gather_bytes(c, LAYOUT_LORA_QKV);
+		return z->mla ? z->ab : gather_bytes(c, LAYOUT_LORA_QKV);
 	return gather_bytes(c, LAYOUT_LORA_FC1);
 }
 
@@ -2340,7 +2344,8 @@ void sl_head_bwd(struct ctx *c, int r, const struct shape *z)
 	sl_kernel(c, r, KC_ELEMENTWISE, "cross_entropy_elementwise_bwd", 14 * bs * z->V / z->t);
 	/* LoRA: the output layer frozen too (linear_bwd_g: no weight
 	 * gradient) */
-	linear_bwd_dt(c, r, "logits", sl_logit_dtype(c->in), bs, z->V / z->t, z->h, 0, z, 2, z->h);
+	linear_bwd_dt(c, r, "logits", sl_logit_dtype(c->in), bs, z->V / z->t, z->h, 0, z, z->ab,
+		      z->h);
 	norm_bwd(c, r, ew(bs * z->h / sp, 3));
 	acc_norm(c, r, z);
 }
@@ -2410,6 +2415,7 @@ int sl_pp_per_node(const struct synth_in *in)
 void sl_shape(const struct synth_in *in, struct shape *z)
 {
 	memset(z, 0, sizeof(*z));
+	z->ab = kperf_act_bytes(in->lay.dtype);
 	z->b = in->lay.mbs;
 	z->cp = layout_cp(&in->lay);
 	z->s_full = in->m.seq;

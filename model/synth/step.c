@@ -45,7 +45,8 @@ static int pp_scattered(const struct synth_in *in)
 }
 
 /* The bytes of a pipeline transfer, activations or their gradients, each
- * tensor-parallel rank's: a microbatch's b x s x h in bf16 (s over cp).
+ * tensor-parallel rank's: a microbatch's b x s x h in the activations'
+ * dtype (z->ab: bf16's 2, fp32's 4; s over cp).
  * Megatron-core sends the whole tensor from each rank (schedules.py's
  * get_tensor_shapes: the sequence over t only under sequence
  * parallelism, where each rank holds its 1 / t); Megatron-LM 2021's
@@ -53,7 +54,7 @@ static int pp_scattered(const struct synth_in *in)
  * it for the analytic estimate. */
 static double pp_bytes(const struct synth_in *in, const struct shape *z)
 {
-	double x = z->b * z->s * z->h * 2;
+	double x = z->b * z->s * z->h * z->ab;
 	return in->lay.sp || pp_scattered(in) ? x / z->t : x;
 }
 

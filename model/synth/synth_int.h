@@ -571,6 +571,7 @@ struct synth_tpl {
 /* The layout as the kernels of one layer and the schedule need it. */
 struct shape {
 	double b, s, h, f, V, t, a;
+	double ab;	/* an activation's element, bytes (kperf_act_bytes) */
 	double d, w;	/* a head's width; the attention's, a x d (llm.h) */
 	double dqk, dv; /* a head's Q and K width, its V's (d but for MLA) */
 	double wo;	/* the projection's input: a x dv */
@@ -721,7 +722,7 @@ void se_event_wait_task(struct ctx *c, int r, uint32_t src, uint32_t rec, int fr
 
 /* A collective of kind (GC_*) on bytes over group g, timed by comm.h
  * (0 for bare runs), on rank r's stream st, in process group pg: of the
- * run's 16-bit activations (se_dtype(c, 2)). */
+ * run's activations (se_dtype of kperf_act_bytes: fp32's 4, else 2). */
 void se_collective(struct ctx *c, int r, int st, int kind, const char *kname, double bytes,
 		   struct comm_group g, const char *pg);
 /* The same of elements of dtype, Kineto's name for the tensor's dtype
@@ -730,8 +731,9 @@ void se_collective(struct ctx *c, int r, int st, int kind, const char *kname, do
  * (sim/timeline.c coll_args), so the label must be the data's. */
 void se_collective_dt(struct ctx *c, int r, int st, int kind, const char *kname, double bytes,
 		      struct comm_group g, const char *pg, const char *dtype);
-/* Kineto's name of a collective's elements of eb bytes each: "Float"
- * for 4 (fp32 main gradients, fp32 weights, amaxes, norms, the loss's
+/* Kineto's name of a collective's elements of eb bytes each
+ * (dtype_coll_name, model/base/dtype.h): "Float" for 4 (fp32 main
+ * gradients, fp32 weights and activations, amaxes, norms, the loss's
  * statistics), the run's 16-bit type for 2 ("Half" under fp16, else
  * "BFloat16"), and "Byte" for anything else: a torch.uint8 buffer of
  * quantised data (fp8 weights, Transformer Engine's fp8 gathers), or
