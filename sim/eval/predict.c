@@ -507,9 +507,9 @@ int predict_base_init(struct predict_base *b, int kind, const struct graph *g,
 		b->params = tot;
 		b->layer_params = per;
 	}
-	b->act_bytes = kind == PB_ANNOTATED
-			   ? (double)b->in.lay.mbs * b->in.m.seq * b->in.m.hidden * 2 / b->in.lay.tp
-			   : edit_activation_bytes(g);
+	b->act_bytes = kind == PB_ANNOTATED ? (double)b->in.lay.mbs * b->in.m.seq * b->in.m.hidden *
+						  kperf_act_bytes(b->in.lay.dtype) / b->in.lay.tp
+					    : edit_activation_bytes(g);
 	if (edit_host_costs(g, &b->host_op_s, &b->host_launch_s, &b->host_event_s) ||
 	    b->host_op_s < 0) {
 		b->host_op_s = b->in.cpu_op_s;
@@ -1078,6 +1078,7 @@ static int split_stages(struct edit_job *j, struct graph **cg, struct prism_err 
 			pl.stats_base_ns = prism_ns_round(ce.time_s * 1e9);
 		/* A tied embedding's gradient between the end stages: only a
 		 * run description says the head is tied. */
+		pl.emb_elem_bytes = synth_grad_bytes(c);
 		if (b->kind == PB_ANNOTATED && synth_embed_grad_reduce(c, gs, &pl.emb_bytes) &&
 		    comm_time(c->hw, GC_ALL_REDUCE, pl.emb_bytes, gs[0], a->comm_eff, COMM_AUTO,
 			      &ce) == 0)
