@@ -385,8 +385,9 @@ const struct hw_profile *hw_at_power(const struct hw_profile *hw, double power_w
 /* The clock a training step whose GEMMs run in dtype is timed at on hw
  * capped at power_w watts: hw's clock with bf16's step clock exchanged
  * for dtype's (hw_step_clock: as loaded, hw_clock is bf16's, so an fp8
- * step on H100 runs at 0.91167 where a bf16 one runs at 0.91; a clock a
- * caller set, e.g. burst 1, moves by the same ratio, and never above 1),
+ * step on H100 runs at its power balance's 0.89614 where a bf16 one runs
+ * at 0.91; a clock a caller set, e.g. burst 1, moves by the same ratio,
+ * and never above 1),
  * then capped as hw_capped_clock.  A dtype whose step clock is bf16's
  * gives hw_capped_clock(hw, power_w) exactly. */
 double hw_run_clock(const struct hw_profile *hw, int dtype, double power_w);
