@@ -126,6 +126,8 @@ double hw_mix_rate(const struct hw_profile *hw, int dtype, double t_c, double t_
 	if (t_c * (P - L) <= A) /* F(1) <= 0: the burst within the limit */
 		return 1;
 	rs = 1 - (P - hw->rated_w) / k;
+	if (!(rs > 0)) /* (compute that draws the rating at no rate: nothing to solve) */
+		return 1;
 	if (t_c * (hw->rated_w - L) / rs <= A) { /* F(r_s) <= 0: the root above r_s */
 		d = t_c * k - A;
 		r = d > 0 ? t_c * (k + L - P) / d : 1;
