@@ -1058,16 +1058,14 @@ static void test_cp_ring_flat(void **state)
 /*
  * The acceptance layout, GPT-3 175B (configs/models/gpt3-175b.cfg) on 512
  * H100 as TP8 PP8 DP8, 64 microbatches of one sequence, 1F1B: the full
- * simulation's iteration (5081.641 ms, at the step's own clock, 1: its
- * busiest stage's span, 5.237 s by the estimate at the reference clock,
- * holds 3.267 s of GEMMs and attention, 0.568 s of memory-bound kernels
- * and 1.402 s waiting -- the fill and drain, the tensor-parallel
- * all-reduces --, and by H100's power balance a step that waits that
- * much draws (3.267 x 0.90017) x (941.8 - 700) = 711 W s over the limit
- * in its compute where its other kernels leave 0.568 x (700 - 501.0) +
- * 1.402 x (700 - 133.1) = 908 W s under it: its compute runs at its
- * burst, the same step as at the burst clock below (docs/MODEL.md,
- * "Sustained rates": a step's own mix); 5387.555 ms at the reference
+ * simulation's iteration (5094.087 ms, at the step's own clock, 0.99581:
+ * its busiest stage's span, 5.237 s by the estimate at the reference
+ * clock, holds 3.267 s of GEMMs and attention, 0.568 s of memory-bound
+ * kernels and 1.402 s waiting -- the fill and drain, the tensor-parallel
+ * all-reduces --; without the fill and drain, which the mix leaves out
+ * (docs/MODEL.md, "Sustained rates": a step's own mix), what waits is
+ * too little for its compute to run at its burst, 5081.641 ms (as while
+ * the fill and drain counted, below); 5387.555 ms at the reference
  * mix's 0.91; 5398.694 ms before the fp32
  * optimizer's multi-tensor-apply kernels took their 4-byte bandwidth,
  * H100's multi_tensor_fp32_eff 0.789 for 0.632 (docs/MODEL.md, "Kernel
@@ -1165,8 +1163,11 @@ static void test_gpt3_175b(void **state)
 		      (unsigned long long)full.kernels, hier.iter_s);
 	/* (5.319184077 s until each tensor-parallel rank sent the whole
 	 * b s h of a pipeline transfer, Megatron-core's, not its 1 / t) */
-	assert_rel_close(full.iter_s, 5.081641217, 2e-7);
-	assert_true(predict_step_clock(&in) == 1);
+	/* At its own mix (session 26): 5.081641217 s, the burst, while the
+	 * pipeline's fill and drain counted as waiting; without them (its
+	 * slots' span, step_clock) the balance settles at 0.99581. */
+	assert_rel_close(predict_step_clock(&in), 0.995808, 1e-5);
+	assert_rel_close(full.iter_s, 5.094086984, 2e-7);
 	assert_true(hier.iter_s == full.iter_s);
 	{
 		struct hw_profile burst = hw;
@@ -1180,7 +1181,7 @@ static void test_gpt3_175b(void **state)
 		 * ratio 1.0602 while every step ran at the reference mix's
 		 * 0.91) */
 		assert_rel_close(b.iter_s, 5.081641217, 2e-7);
-		assert_true(full.iter_s == b.iter_s);
+		assert_rel_close(full.iter_s / b.iter_s, 1.00245, 1e-4);
 		in.hw = &hw;
 	}
 	assert_true(hier.bubble == full.bubble);

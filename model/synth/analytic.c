@@ -1236,9 +1236,16 @@ static void rescale(const struct analytic_in *in, struct terms *T, double f)
  * The step's own clock (docs/MODEL.md, "Sustained rates": a step's own
  * mix).  The terms are timed at the run's reference clock c0
  * (hw_run_clock: the profile's step clock of the layout's dtype under its
- * cap, the reference mix's); the busiest GPU's span at it holds t_c of
- * compute-heavy kernels, t_m of memory-bound ones and the rest waiting
- * (exposed communication, bubbles, host gaps).  The power balance at that
+ * cap, the reference mix's); the busiest GPU's span at it, less the
+ * pipeline's fill and drain, holds t_c of compute-heavy kernels, t_m of
+ * memory-bound ones and the rest waiting (exposed communication, host
+ * gaps).  The fill and drain are left out: each is one idle phase, of
+ * (p - 1) / v slots, where a pipeline step runs for seconds long against
+ * the ~100 ms in which a busy GPU settles at its limit after idling
+ * (probe-h100: the stream's first ~100 ms at the burst), so the slots
+ * between them run at their own mix's clock whatever idles before or
+ * after (a stated choice, conservative for short pipelined steps; not
+ * measured on a pipeline).  The power balance at that
  * mix (hw_mix_clock: closed form on the burst-time amounts) gives the
  * clock c; the compute-heavy terms scale by c0 / c and the step is
  * assembled again from them (one estimate: no dry run again).  c0 where
@@ -1253,7 +1260,7 @@ static double step_clock(const struct analytic_in *in, struct terms *T, struct a
 	int mb;
 	if (!(in->hw->power.mem_w > 0))
 		return c0;
-	tw = out->t_iter - busy[0] - busy[1];
+	tw = out->t_iter - out->t_bubble - busy[0] - busy[1];
 	c = hw_mix_clock(in->hw, l->dtype, l->power_w, busy[0], busy[1], tw > 0 ? tw : 0);
 	if (c == c0)
 		return c;
