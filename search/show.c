@@ -123,6 +123,13 @@ void show_prediction(FILE *f, const struct synth_in *in, const struct predict_ou
 		fputc('\n', f);
 	}
 	fprintf(f, "hardware   %s (%s)\n", in->hw->name, in->hw->gpu);
+	if (predict_step_clock(in) > 0)
+		/* (a profile with a power balance: the step's own clock) */
+		fprintf(f,
+			"           clock %.4f of the burst by the step's own mix (%.4f at the "
+			"reference mix)\n",
+			predict_step_clock(in),
+			hw_run_clock(in->hw, in->lay.dtype, in->lay.power_w));
 	fputs("layout     ", f);
 	show_layout(f, in);
 	fprintf(f, "\n           %d GPUs, global batch %.0f sequences\n\n", p->gpus,

@@ -1015,7 +1015,9 @@ static void judge(const struct sweep *s, struct cand *c)
 			 me.total / 1e9, me.capacity / 1e9, me.band / 1e9);
 		return;
 	}
-	c->analytic_s = predict_analytic(&c->in);
+	/* The step's own clock from the same estimate (predict_step_clock):
+	 * its build and bound take it. */
+	c->analytic_s = predict_analytic_clock(&c->in, &c->in.clock);
 	/* The bound holds for synthesised graphs; an edited trace keeps its
 	 * own kernels, which may beat it. */
 	c->bound_s = predict_method(&s->bl.pb, &c->in, &err) == PM_EDIT ||

@@ -2327,6 +2327,70 @@ static void test_power_balance(void **state)
 	assert_rel_close(hw_stream(&hw, HW_BF16), 0.85649, 1e-5);
 }
 
+/*
+ * A step's own mix (hw_mix_rate, hw_mix_clock; docs/MODEL.md, "Sustained
+ * rates"), by hand on test_power_balance's GPU (rated 700 W; bf16 compute
+ * kernels 900 W at their burst, k 1,600; memory-bound 500 W, waiting 100
+ * W; its step clock stated, 0.91, against the balance's 0.921233 at the
+ * reference mix).  The busiest GPU spends T_c = 8 ms in compute kernels
+ * timed at that clock, T_m = 2 ms memory-bound and T_w = 0.5 ms waiting.
+ * The compute's burst amount, in the balance's scale: t_c = 8 x 0.921233
+ * = 7.369863 ms.  A = 2 (700 - 500) + 0.5 (700 - 100) = 700 W ms; the
+ * burst would draw t_c (900 - 700) = 1,474 > 700: throttled; at a
+ * stream's rate (0.875, where compute draws the rating) 0 <= 700: above
+ * it, so r = t_c (1600 + 700 - 900) / (1600 t_c - 700) = 10,317.81 /
+ * 11,091.78 = 0.930221 (its shares at that rate, 0.7792 compute and 0.0493
+ * waiting, give hw_power_rate 0.930221 back); the clock 0.91 x 0.930221 /
+ * 0.921233 = 0.918879.  Capped at 350 W (memory-bound 250 W, waiting 50):
+ * the reference 0.483733, t_c = 3.869863, A = 2 x 100 + 0.5 x 300 = 350;
+ * at a stream's rate compute would draw t_c 350 / 0.875 = 1,547.9 > 350,
+ * so in proportion: r = t_c 350 / (t_c 700 / 0.875 - 350) = 1,354.45 /
+ * 2,745.89 = 0.493265, the clock 0.91 x 0.493265 / 0.921233 = 0.487251.
+ * T_m 3 ms and T_w 1 ms beside 6 ms of compute: 5.527397 x 200 = 1,105.5
+ * <= 3 x 200 + 1 x 600 = 1,200, the burst: 0.91 / 0.921233 = 0.987807.
+ */
+static void test_mix_clock(void **state)
+{
+	struct hw_profile hw;
+	double r, span;
+	(void)state;
+	memset(&hw, 0, sizeof(hw));
+	hw.rated_w = 700;
+	hw.sustained = hw.clock = 0.91;
+	/* no balance: the reference clock whatever the mix */
+	assert_true(hw_mix_rate(&hw, HW_BF16, 8e-3, 2e-3, 0.5e-3, 0) == 1);
+	assert_true(hw_mix_clock(&hw, HW_BF16, 0, 8e-3, 2e-3, 0.5e-3) == 0.91);
+	assert_true(hw_mix_clock(&hw, HW_BF16, 350, 8e-3, 0, 0) == hw_run_clock(&hw, HW_BF16, 350));
+	hw.power.gemm_w[HW_BF16] = 900;
+	hw.power.gemm_k_w[HW_BF16] = 1600;
+	hw.power.mem_w = 500;
+	hw.power.wait_w = 100;
+	r = hw_mix_rate(&hw, HW_BF16, 8e-3 * 0.9212328767, 2e-3, 0.5e-3, 0);
+	assert_rel_close(r, 0.9302211, 1e-6);
+	span = 8e-3 * 0.9212328767 / r + 2e-3 + 0.5e-3;
+	assert_rel_close(
+	    hw_power_rate(&hw, HW_BF16, 8e-3 * 0.9212328767 / r / span, 0.5e-3 / span, 0), r,
+	    1e-12);
+	assert_rel_close(hw_mix_clock(&hw, HW_BF16, 0, 8e-3, 2e-3, 0.5e-3), 0.9188786, 1e-6);
+	assert_rel_close(hw_mix_clock(&hw, HW_BF16, 350, 8e-3, 2e-3, 0.5e-3), 0.4872506, 1e-6);
+	assert_rel_close(hw_mix_clock(&hw, HW_BF16, 0, 6e-3, 3e-3, 1e-3), 0.91 / 0.9212329, 1e-6);
+	/* the reference mix itself (0.73 of the span compute at the
+	 * reference rate, the rest memory-bound): the stated clock, capped or
+	 * not; a stream of GEMMs alone: the stream's rate in the clock's scale */
+	assert_rel_close(hw_mix_clock(&hw, HW_BF16, 0, 0.73, 0.27, 0), 0.91, 1e-12);
+	assert_rel_close(hw_mix_clock(&hw, HW_BF16, 350, 0.73, 0.27, 0),
+			 hw_run_clock(&hw, HW_BF16, 350), 1e-12);
+	assert_rel_close(hw_mix_clock(&hw, HW_BF16, 0, 1, 0, 0), 0.91 * 0.875 / 0.9212329, 1e-6);
+	/* all waiting but a sliver of compute: the burst rate, in the stated
+	 * clock's scale; never above 1 (stated 0.95: 0.95 / 0.92123 > 1) */
+	assert_rel_close(hw_mix_clock(&hw, HW_BF16, 0, 1e-6, 0, 1), 0.91 / 0.9212329, 1e-6);
+	hw.sustained = hw.clock = 0.95;
+	assert_true(hw_mix_clock(&hw, HW_BF16, 0, 1e-6, 0, 1) == 1);
+	hw.sustained = hw.clock = 0.91;
+	/* no compute: the reference clock */
+	assert_true(hw_mix_clock(&hw, HW_BF16, 0, 0, 1, 1) == 0.91);
+}
+
 static void test_sustained_clock(void **state)
 {
 	struct hw_profile hw, buf;
@@ -3765,6 +3829,7 @@ int main(void)
 	    cmocka_unit_test(test_gemm_waves),
 	    cmocka_unit_test(test_gemm_fit_floor),
 	    cmocka_unit_test(test_power_balance),
+	    cmocka_unit_test(test_mix_clock),
 	    cmocka_unit_test(test_sustained_clock),
 	    cmocka_unit_test(test_kbench_sustained),
 	    cmocka_unit_test(test_grouped_gemm),

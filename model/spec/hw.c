@@ -111,6 +111,51 @@ double hw_power_rate(const struct hw_profile *hw, int dtype, double phi_c, doubl
 	return r > rs * HW_MIN_POWER_FRAC ? r : rs * HW_MIN_POWER_FRAC;
 }
 
+double hw_mix_rate(const struct hw_profile *hw, int dtype, double t_c, double t_m, double t_w,
+		   double limit_w)
+{
+	const struct hw_power *p = &hw->power;
+	double L = limit_w > 0 ? limit_w : hw->rated_w, f, P, k, A, rs, r, d;
+	int dt = power_dtype(hw, dtype);
+
+	P = p->gemm_w[dt], k = p->gemm_k_w[dt];
+	if (!(p->mem_w > 0) || !(P > 0) || !(k > 0) || !(hw->rated_w > 0) || !(t_c > 0))
+		return 1;
+	f = L < hw->rated_w ? L / hw->rated_w : 1;
+	A = (t_m > 0 ? t_m : 0) * (L - p->mem_w * f) + (t_w > 0 ? t_w : 0) * (L - p->wait_w * f);
+	if (t_c * (P - L) <= A) /* F(1) <= 0: the burst within the limit */
+		return 1;
+	rs = 1 - (P - hw->rated_w) / k;
+	if (!(rs > 0)) /* (compute that draws the rating at no rate: nothing to solve) */
+		return 1;
+	if (t_c * (hw->rated_w - L) / rs <= A) { /* F(r_s) <= 0: the root above r_s */
+		d = t_c * k - A;
+		r = d > 0 ? t_c * (k + L - P) / d : 1;
+		return r < 1 ? r : 1;
+	}
+	/* below a stream's rate: the rate in proportion to the power */
+	d = t_c * hw->rated_w / rs - A;
+	r = d > 0 ? t_c * L / d : 0;
+	return r > rs * HW_MIN_POWER_FRAC ? r : rs * HW_MIN_POWER_FRAC;
+}
+
+double hw_mix_clock(const struct hw_profile *hw, int dtype, double power_w, double t_c, double t_m,
+		    double t_w)
+{
+	double c0 = hw_run_clock(hw, dtype, power_w), ref, r, c;
+	if (!(hw->power.mem_w > 0) || !(t_c > 0))
+		return c0;
+	/* (a cap at or above the rating is none, as hw_run_clock takes it) */
+	if (!(power_w > 0 && power_w < hw->rated_w))
+		power_w = 0;
+	ref = hw_power_rate(hw, dtype, HW_STEP_COMPUTE_SHARE, 0, power_w);
+	r = hw_mix_rate(hw, dtype, t_c * ref, t_m, t_w, power_w);
+	if (r == ref)
+		return c0;
+	c = c0 * r / ref;
+	return c < 1 ? c : 1;
+}
+
 double hw_stream(const struct hw_profile *hw, int dtype)
 {
 	if (dtype == HW_FP16)
@@ -170,6 +215,11 @@ double hw_run_clock(const struct hw_profile *hw, int dtype, double power_w)
 			c = 1;
 	}
 	return capped(hw, dtype, c, power_w);
+}
+
+const struct hw_profile *hw_at_clock(const struct hw_profile *hw, double c, struct hw_profile *buf)
+{
+	return at_clock(hw, c, buf);
 }
 
 const struct hw_profile *hw_at_run(const struct hw_profile *hw, int dtype, double power_w,

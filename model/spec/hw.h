@@ -366,6 +366,36 @@ double hw_step_clock(const struct hw_profile *hw, int dtype);
 double hw_power_rate(const struct hw_profile *hw, int dtype, double phi_c, double phi_w,
 		     double limit_w);
 
+/* The compute rate (of the burst, in (0, 1]) hw's power balance gives a
+ * step whose busiest GPU spends t_c seconds in compute kernels at their
+ * burst rate (t_c / r at rate r), t_m in memory-bound kernels and t_w
+ * waiting (exposed communication, bubbles, host gaps; both at any clock),
+ * its GEMMs in dtype, the board held at limit_w (0: rated_w): the rate at
+ * which hw_power_rate, given the shares of the span at that rate, gives
+ * that rate back.  Closed form (docs/MODEL.md, "Sustained rates"; the
+ * balance times the span, F(r) = t_c (P_gemm(r) - L) / r - t_m (L -
+ * mem_w) - t_w (L - wait_w), increasing in r): 1 where F(1) <= 0; r =
+ * t_c (k + L - P) / (t_c k - A) down to a stream's rate r_s, A = t_m (L -
+ * mem_w) + t_w (L - wait_w); below it t_c L / (t_c rated_w / r_s - A),
+ * never under HW_MIN_POWER_FRAC of r_s.  1 where the profile states no
+ * balance, or t_c <= 0. */
+double hw_mix_rate(const struct hw_profile *hw, int dtype, double t_c, double t_m, double t_w,
+		   double limit_w);
+
+/* The clock of a step whose GEMMs run in dtype, capped at power_w (0: the
+ * rating), by its own mix (issue 33): its busiest GPU spends t_c seconds
+ * in compute-heavy kernels (GEMMs, attention) timed at hw_run_clock(hw,
+ * dtype, power_w), t_m in memory-bound kernels and t_w waiting.  That
+ * clock x hw_mix_rate(own mix) / hw_power_rate(the reference mix,
+ * HW_STEP_COMPUTE_SHARE and the rest memory-bound), at most 1: a profile's
+ * stated step clock (H100's 0.91) moves by the balance's ratio, an
+ * unstated one (H200's, the balance's own at the reference mix) becomes
+ * the balance's at the step's mix.  The compute time's burst amount is t_c
+ * at the reference mix's rate.  hw_run_clock exactly where the profile
+ * states no balance. */
+double hw_mix_clock(const struct hw_profile *hw, int dtype, double power_w, double t_c, double t_m,
+		    double t_w);
+
 /* hw's clock under a power cap of power_w watts: hw_clock(hw) x the
  * balance's ratio at the reference step (a bf16 step, compute share
  * HW_STEP_COMPUTE_SHARE, the rest memory-bound), hw_power_rate at power_w
@@ -399,6 +429,10 @@ double hw_run_clock(const struct hw_profile *hw, int dtype, double power_w);
  * take it. */
 const struct hw_profile *hw_at_run(const struct hw_profile *hw, int dtype, double power_w,
 				   struct hw_profile *buf);
+
+/* hw at clock c (a fraction of the burst): hw itself where that is its
+ * clock, else *buf, a copy at c.  No allocation. */
+const struct hw_profile *hw_at_clock(const struct hw_profile *hw, double c, struct hw_profile *buf);
 
 /* Bus efficiency of collectives where a profile states none: prism's
  * comm_eff default before the profiles carried a fit. */

@@ -887,8 +887,9 @@ enum layout_show {
 	X(power_w, L, 1, v, .kind = LK_REAL, .lo = 0, .hi = LAYOUT_MAX_POWER_W, .def = 0,         \
 	  .opt = "power-w", .arg = "W",                                                            \
 	  .help = "the GPUs' power cap in watts (0: the profile's rated power): GEMMs and "       \
-		  "attention run at the step's sustained clock (its GEMMs' dtype's) times W / "    \
-		  "rated, memory-bound kernels keep their bandwidth",                              \
+		  "attention run at the clock the profile's power balance gives the step's own "   \
+		  "mix at W (without one: its sustained clock times W / rated), memory-bound "     \
+		  "kernels keep their bandwidth",                                                  \
 	  .flags = LK_SWEEP | LK_STORE | LK_JSON | LK_EDIT)                                        \
 	X(expandable_segments, L, 1, v, .kind = LK_BOOL, .lo = 0, .hi = 1, .def = 0,               \
 	  .opt = "expandable-segments",                                                            \

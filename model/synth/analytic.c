@@ -64,12 +64,16 @@ static void acc_share(struct synth_in *si, double acc_elem_bytes, double mb, int
 /* What every stage's layers share, one microbatch, in seconds (and
  * bytes per parameter). */
 struct terms {
-	struct synth_in si;	    /* the run as synth would build it */
-	struct layout lay;	    /* its partition resolved */
-	double mb;		    /* microbatches */
-	double lf, lb, la;	    /* a dense layer: forward, backward, attention forward */
-	double mlf, mlb, mla;	    /* a mixture-of-experts layer's */
-	double lw, mlw;		    /* zero-bubble schedules: their backwards' W parts */
+	struct synth_in si;   /* the run as synth would build it */
+	struct layout lay;    /* its partition resolved */
+	double mb;	      /* microbatches */
+	double lf, lb, la;    /* a dense layer: forward, backward, attention forward */
+	double mlf, mlb, mla; /* a mixture-of-experts layer's */
+	double lw, mlw;	      /* zero-bubble schedules: their backwards' W parts */
+	/* The compute-heavy part of each (GEMMs, attention: synth_layer_split),
+	 * which the step's own clock rescales (step_clock). */
+	double lfh, lbh, lah, mlfh, mlbh, mlah, lwx, mlwx, embh, headh;
+	double kfh[LLM_KINDS], kbh[LLM_KINDS];
 	double lwh, mlwh;	    /* and the host's launches of them */
 	double hf, hb, mhf, mhb;    /* the host's time of a dense (MoE) layer's forward, backward */
 	double emb, head;	    /* stage 0's embedding, the last stage's head and loss */
@@ -82,6 +86,10 @@ struct terms {
 	double p2p;	   /* a microbatch's pipeline transfers */
 	double cp_ring;	   /* a layer's context-parallel transfers, exposed */
 	double moe_comm;   /* an MoE layer's all-to-alls and expert-TP gathers */
+	double moe_disp;   /* of which the dispatcher's collectives */
+	double moe_a2a;	   /* its four all-to-alls under the 1F1B overlap (0:
+			    * none), hidden up to the layer's compute */
+	double gstat;	   /* the gradient statistics (synth_grad_stats_s) */
 	double wb, gb, ob; /* bytes per parameter: weights, gradients, optimizer */
 	int pn;		   /* data-parallel ranks in an NVLink domain */
 	double lp;	   /* a layer's parameters on a tensor-parallel rank (a
@@ -161,6 +169,14 @@ static double cp_terms(const struct analytic_in *in, const struct terms *T)
 			      (tb > 2 * T->la / q ? tb - 2 * T->la / q : 0));
 }
 
+/* An MoE layer's collectives: the dispatcher's, its all-to-alls beside the
+ * other microbatch's layer hidden up to its compute (moe_terms). */
+static void moe_overlap(const struct analytic_in *in, struct terms *T)
+{
+	double beside = (T->mlf + T->mlb) / in->compute_eff, a2a = T->moe_a2a;
+	T->moe_comm = T->moe_disp + (a2a > 0 ? (a2a > beside ? a2a - beside : 0) - a2a : 0);
+}
+
 /* Mixture-of-experts layers: their own compute, and per layer the
  * dispatcher's collectives (dispatch and combine, forward and backward,
  * again when recomputed, fully or the moe module: synth_moe_dispatch_s). */
@@ -170,22 +186,23 @@ static void moe_terms(const struct analytic_in *in, struct terms *T)
 	int rep =
 	    2 + (l->recompute == LAYOUT_RECOMPUTE_FULL || layout_rc(l, LAYOUT_RC_MOE) ? 1 : 0);
 
+	double t[3], h[3];
 	if (llm_moe_layers(&in->m) == 0)
 		return;
-	synth_moe_layer_times(&T->si, &T->mlf, &T->mlb, &T->mla);
+	synth_layer_split(&T->si, 1, LLM_KIND_FULL, t, h);
+	T->mlf = t[0], T->mlb = t[1], T->mla = t[2];
+	T->mlfh = h[0], T->mlbh = h[1], T->mlah = h[2];
 	acc_share(&T->si, in->acc_elem_bytes, T->mb, 1, &T->mlb);
-	T->moe_comm += rep * synth_moe_dispatch_s(&T->si);
+	T->moe_disp = rep * synth_moe_dispatch_s(&T->si);
 	/* The 1F1B all-to-all overlap (moe_a2a_overlap): a layer's four
 	 * all-to-alls (dispatch and combine, forward and backward) run
 	 * beside the other microbatch's layer, hidden up to its compute;
 	 * the estimate takes every unit as a steady pair (the first forward
 	 * and last backward run alone: a screen's estimate errs fast there;
 	 * DualPipeV's pairs, layout_a2a_overlap, the same). */
-	if (layout_a2a_overlap(&in->m, l)) {
-		double a2a = 4 * synth_moe_a2a_s(&T->si),
-		       beside = (T->mlf + T->mlb) / in->compute_eff;
-		T->moe_comm += (a2a > beside ? a2a - beside : 0) - a2a;
-	}
+	if (layout_a2a_overlap(&in->m, l))
+		T->moe_a2a = 4 * synth_moe_a2a_s(&T->si);
+	moe_overlap(in, T);
 }
 
 /* The shared terms: layers' compute (the kernel model's time, forward and
@@ -207,8 +224,12 @@ static int shared_terms(const struct analytic_in *in, struct terms *T, struct pr
 	    (double)l->mbs * m->seq / layout_cp(l) * m->hidden * kperf_act_bytes(l->dtype);
 	struct comm_est ce;
 
+	double t[3], h[3];
+
 	T->pn = hw_domain(hw) / tp;
-	synth_layer_times(&T->si, &T->lf, &T->lb, &T->la);
+	synth_layer_split(&T->si, 0, LLM_KIND_FULL, t, h);
+	T->lf = t[0], T->lb = t[1], T->la = t[2];
+	T->lfh = h[0], T->lbh = h[1], T->lah = h[2];
 	acc_share(&T->si, in->acc_elem_bytes, T->mb, 0, &T->lb);
 	synth_layer_host(&T->si, 0, &T->hf, &T->hb);
 	acc_host_share(&T->si, in->acc_elem_bytes, T->mb, 0, LLM_KIND_FULL, &T->hb);
@@ -219,12 +240,13 @@ static int shared_terms(const struct analytic_in *in, struct terms *T, struct pr
 	T->cp_ring = cp_terms(in, T);
 	moe_terms(in, T);
 	if (layout_zb(l->schedule)) {
-		T->lw = synth_layer_wgrad_s(&T->si, 0);
-		T->mlw = synth_layer_wgrad_s(&T->si, 1);
+		T->lw = synth_layer_wgrad_split(&T->si, 0, &T->lwx);
+		T->mlw = synth_layer_wgrad_split(&T->si, 1, &T->mlwx);
 		T->lwh = synth_layer_wgrad_host_s(&T->si, 0);
 		T->mlwh = synth_layer_wgrad_host_s(&T->si, 1);
 	}
-	synth_extra_times(&T->si, &T->emb, &T->head);
+	synth_extra_split(&T->si, t, h);
+	T->emb = t[0], T->head = t[1], T->embh = h[0], T->headh = h[1];
 	synth_extra_tp_s(&T->si, T->emb_tp, &T->head_tp);
 	synth_extra_host(&T->si, &T->eh);
 	synth_stage_host(&T->si, T->sh);
@@ -256,13 +278,13 @@ static int shared_terms(const struct analytic_in *in, struct terms *T, struct pr
 	if (llm_hybrid(m)) {
 		/* A hybrid model: each kind's times; the dense terms become
 		 * their means over the layers (what stage_dp reads). */
-		double a;
-		T->lf = T->lb = T->hf = T->hb = T->lp = 0;
+		T->lf = T->lb = T->hf = T->hb = T->lp = T->lfh = T->lbh = 0;
 		for (int k = 0; k < LLM_KINDS; k++) {
 			double n = llm_kind_layers(m, k) / (double)m->layers;
 			if (n <= 0)
 				continue; /* (a kind the model lacks: its times 0) */
-			synth_kind_layer_times(&T->si, k, &T->kf[k], &T->kb[k], &a);
+			synth_layer_split(&T->si, 0, k, t, h);
+			T->kf[k] = t[0], T->kb[k] = t[1], T->kfh[k] = h[0], T->kbh[k] = h[1];
 			acc_share_of(&T->si, in->acc_elem_bytes, T->mb, 0, k, &T->kb[k]);
 			synth_kind_layer_host(&T->si, k, &T->khf[k], &T->khb[k]);
 			acc_host_share(&T->si, in->acc_elem_bytes, T->mb, 0, k, &T->khb[k]);
@@ -273,6 +295,8 @@ static int shared_terms(const struct analytic_in *in, struct terms *T, struct pr
 										 : 0;
 			T->lf += n * T->kf[k];
 			T->lb += n * T->kb[k];
+			T->lfh += n * T->kfh[k];
+			T->lbh += n * T->kbh[k];
 			T->hf += n * T->khf[k];
 			T->hb += n * T->khb[k];
 			T->lp += n * llm_kind_params_rank(m, k, tp);
@@ -300,6 +324,7 @@ struct stage_est {
 			   * collectives (and pp_scatter_gather's gathers),
 			   * and their forward share */
 	double c, slot, gs, slack, tp, off, bwd, P, Pe;
+	double xh, ch;	   /* the compute-heavy part of emb + head, and of c */
 	double xf;	   /* the pipeline transfers off the slot (pp_overlap) */
 	double hx[2];	   /* what the host's launches outlast the GPU side by,
 			    * forward and backward: the larger of the two
@@ -778,6 +803,7 @@ static void stage_inputs(const struct analytic_in *in, const struct terms *T, in
 	e->n = layout_stage_layers(m, &T->lay, s);
 	e->emb = s == 0 ? T->emb : 0;
 	e->head = s == hs ? T->head : 0;
+	e->xh = (s == 0 ? T->embh : 0) + (s == hs ? T->headh : 0) * (1 + m->mtp_layers);
 	/* Their tensor-parallel collectives on the compute stream: the
 	 * embedding's reduction and the loss's all-reduces forward, the
 	 * embedding gradient's gather backward. */
@@ -877,13 +903,14 @@ static void hybrid_stage(const struct analytic_in *in, const struct terms *T, in
 	const struct llm *m = &in->m;
 	struct mem_stage ms;
 	double gf = 0, gb = 0, hf = e->ehf + e->hhf, hb = e->ehb + e->hhb, ar = 0, tpc = 0, ne = 0,
-	       md, me, ff, gsf;
+	       md, me, ff, gsf, gh = 0;
 	for (int ch = 0; ch < layout_stage_chunks(&in->lay); ch++) {
 		int l0 = layout_chunk_first(m, &T->lay, s, ch),
 		    nc = layout_chunk_layers(m, &T->lay, s, ch);
 		for (int i = l0; i < l0 + nc; i++) {
 			int k = llm_layer_kind(m, i);
 			gf += T->kf[k], gb += T->kb[k], hf += T->khf[k], hb += T->khb[k];
+			gh += T->kfh[k] + T->kbh[k];
 			/* the ring's exposed transfers: attention's */
 			tpc += T->kar[k];
 			ar += T->kar[k] +
@@ -893,6 +920,7 @@ static void hybrid_stage(const struct analytic_in *in, const struct terms *T, in
 		}
 	}
 	e->c = (gf + gb + e->emb + e->head) / in->compute_eff;
+	e->ch = (gh + e->xh) / in->compute_eff;
 	e->xf = in->lay.pp_overlap ? T->p2p : 0;
 	e->gs = e->c + ar + T->p2p + T->amax[s] - e->xf + e->xtp;
 	ff = gf + gb > 0 ? gf / (gf + gb) : 0.5;
@@ -936,9 +964,12 @@ static void layer_stage(const struct analytic_in *in, const struct terms *T, int
 		e->Pe = nm * me;
 		e->c = ((n - nm) * (T->lf + T->lb) + nm * (T->mlf + T->mlb) + e->emb + e->head) /
 		       in->compute_eff;
+		e->ch = ((n - nm) * (T->lfh + T->lbh) + nm * (T->mlfh + T->mlbh) + e->xh) /
+			in->compute_eff;
 		slot = e->c + (n - nm) * T->ar + nm * (arm + T->moe_comm) + n * T->cp_ring + T->p2p;
 	} else {
 		e->c = (n * (T->lf + T->lb) + e->emb + e->head) / in->compute_eff;
+		e->ch = (n * (T->lfh + T->lbh) + e->xh) / in->compute_eff;
 		slot = e->c + n * T->ar + T->p2p;
 		if (layout_cp(l) > 1)
 			slot += n * T->cp_ring;
@@ -1078,17 +1109,181 @@ static double pipe_ends(const struct analytic_in *in, const struct stage_est *e,
 	return E;
 }
 
+/* The step from the terms (analytic_estimate's; T->gstat set): out's
+ * times, and the busiest GPU's (the slowest stage's) compute-heavy and
+ * memory-bound kernels' time over the step into busy[2] (its layers',
+ * embedding's and head's, mb microbatches; the memory-bound with its fp8
+ * amax passes and its optimizer's kernels). */
+static void step_of(const struct analytic_in *in, struct terms *T, struct analytic_out *out,
+		    double busy[2])
+{
+	const struct hw_profile *hw = in->hw;
+	const struct layout *l = &in->lay;
+	const struct llm *m = &in->m;
+	int pp = l->pp, v = layout_stage_chunks(l), wi = 0;
+	double sum = 0, worst = -1, tail = 0, fill = 1, gw = 0;
+	struct stage_est st[LAYOUT_MAX_STAGES];
+	double stail[LAYOUT_MAX_STAGES], end[LAYOUT_MAX_STAGES];
+
+	/* Per stage, one microbatch: the stage's layers, stage 0's embedding
+	 * and the last stage's head and loss, the tensor-parallel all-reduces
+	 * of its layers and the pipeline transfers.  The pipeline runs at the
+	 * pace of its slowest stage: m slots of it, and the fill and drain
+	 * through the others, over v (the closed form of a flow shop of
+	 * identical jobs; with equal stages (m + (p - 1)/v) slots, Narayanan et
+	 * al. SC21 section 2.2).  The fill and drain take each stage's GPU
+	 * side (gs), not its host-bound slot: a stage's host launches its
+	 * units without waiting, so its GPU waits for the stages before it
+	 * only while their GPU work runs (test_host_bound_bubble).  Then
+	 * each stage's data-parallel collectives (what is exposed of them)
+	 * and its optimizer. */
+	{
+		/* The stages first: the slowest one's slot paces them all. */
+		double w = -1;
+		for (int s = 0; s < pp; s++) {
+			stage_inputs(in, T, s, &st[s]);
+			if (llm_hybrid(m))
+				hybrid_stage(in, T, s, &st[s]);
+			else
+				layer_stage(in, T, s, w, &fill, &st[s]);
+			w = fmax(w, st[s].slot);
+		}
+		for (int s = 0; s < pp; s++)
+			st[s].pace = w;
+	}
+	for (int s = 0; s < pp; s++) {
+		struct stage_est e = st[s];
+		double dpt, exposed, each[2], opt, red;
+		struct comm_group eg;
+		double ebytes;
+		sum += e.gs;
+		if (e.slot > worst)
+			gw = e.gs, wi = s;
+		stage_dp(in, T, s, &e, &dpt, &exposed, each, &red);
+		exposed -= T->mb * host_hides(each, e.hx);
+		/* Where the host's launches of the last backward's reductions
+		 * put its end late (opt_or_host), the data-parallel stream
+		 * reduces the buckets it has meanwhile. */
+		exposed -= fmin(red > 0 ? red : 0, fmax(0, T->sh[s].dp_last_s - e.slack));
+		/* Tied embeddings on two stages (or MTP's word embedding):
+		 * the first and the last stage all-reduce its gradient once
+		 * their data-parallel reductions are done (synth's
+		 * synth_embed_grad_reduce, Megatron-LM's
+		 * _allreduce_word_embedding_grads in finalize_model_grads.py),
+		 * before their optimizers. */
+		if (synth_embed_grad_reduce(&T->si, &eg, &ebytes) &&
+		    (s == 0 || s == layout_head_stage(&T->lay))) {
+			struct comm_est ce;
+			comm_time(hw, GC_ALL_REDUCE, ebytes, eg, in->comm_eff, COMM_AUTO, &ce);
+			exposed += ce.time_s;
+		}
+		/* Optimizer: its kernels as the graph runs them (fp16's
+		 * unscale, the clipping norm and scale, the update:
+		 * synth_stage_host's opt_gpu_s, ss_optimizer timed dry) with
+		 * the gradient norm's all-reduce across the stages (and fp16's
+		 * found-inf flag's) between them (synth_grad_stats_s: every
+		 * stage waits for every stage's last backward), or its
+		 * launches, which issue that all-reduce and run on beside it
+		 * (added after the launches until 2026-11-27: a wholly
+		 * host-bound ZeRO-3 step 62 us above its simulated step,
+		 * test_zero3_estimate_bound). */
+		opt = opt_or_host(T, s, exposed, T->sh[s].opt_gpu_s + T->gstat, e.slack);
+		stage_terms(out, &worst, &tail, e.slot, e.c, e.tp, T->p2p, e.off, dpt, exposed,
+			    opt);
+		st[s] = e;
+		stail[s] = exposed + opt;
+	}
+	out->t_slot = worst;
+	if (layout_v(l->schedule)) {
+		/* ZB-V and DualPipeV (a V: stage 0 holds the first and the
+		 * last chunk): the flow shop's closed form, every stage ending
+		 * with the slowest. */
+		out->t_bubble = (sum - gw) / v * fill;
+		out->t_iter = T->mb * worst + out->t_bubble + tail;
+	} else {
+		/* Each stage's tail after its own last backward (pipe_ends),
+		 * the step's end the latest of them. */
+		double E = pipe_ends(in, st, T->mb, end), last = E;
+		out->t_bubble = fmax(0, E - T->mb * worst);
+		for (int s = 0; s < pp; s++)
+			last = fmax(last, end[s] + stail[s]);
+		out->t_iter = last;
+	}
+	busy[0] = T->mb * st[wi].ch;
+	busy[1] = T->mb * (st[wi].c - st[wi].ch + T->amax[wi]) + T->sh[wi].opt_gpu_s;
+}
+
+/* The terms' compute-heavy parts times f (the step at another clock:
+ * step_clock), and what follows from them: context parallelism's exposed
+ * ring, an MoE layer's all-to-alls hidden by its compute. */
+static void rescale(const struct analytic_in *in, struct terms *T, double f)
+{
+	double x = f - 1;
+	T->lf += x * T->lfh, T->lb += x * T->lbh, T->la += x * T->lah;
+	T->mlf += x * T->mlfh, T->mlb += x * T->mlbh, T->mla += x * T->mlah;
+	T->lw += x * T->lwx, T->mlw += x * T->mlwx;
+	T->emb += x * T->embh, T->head += x * T->headh;
+	for (int k = 0; k < LLM_KINDS; k++)
+		T->kf[k] += x * T->kfh[k], T->kb[k] += x * T->kbh[k];
+	T->lfh *= f, T->lbh *= f, T->lah *= f, T->mlfh *= f, T->mlbh *= f, T->mlah *= f;
+	T->lwx *= f, T->mlwx *= f, T->embh *= f, T->headh *= f;
+	for (int k = 0; k < LLM_KINDS; k++)
+		T->kfh[k] *= f, T->kbh[k] *= f;
+	T->cp_ring = cp_terms(in, T);
+	if (llm_moe_layers(&in->m) > 0)
+		moe_overlap(in, T);
+}
+
+/*
+ * The step's own clock (docs/MODEL.md, "Sustained rates": a step's own
+ * mix).  The terms are timed at the run's reference clock c0
+ * (hw_run_clock: the profile's step clock of the layout's dtype under its
+ * cap, the reference mix's); the busiest GPU's span at it, less the
+ * pipeline's fill and drain, holds t_c of compute-heavy kernels, t_m of
+ * memory-bound ones and the rest waiting (exposed communication, host
+ * gaps).  The fill and drain are left out: each is one idle phase, of
+ * (p - 1) / v slots, where a pipeline step runs for seconds long against
+ * the ~100 ms in which a busy GPU settles at its limit after idling
+ * (probe-h100: the stream's first ~100 ms at the burst), so the slots
+ * between them run at their own mix's clock whatever idles before or
+ * after (a stated choice, conservative for short pipelined steps; not
+ * measured on a pipeline).  The power balance at that
+ * mix (hw_mix_clock: closed form on the burst-time amounts) gives the
+ * clock c; the compute-heavy terms scale by c0 / c and the step is
+ * assembled again from them (one estimate: no dry run again).  c0 where
+ * the profile states no balance.
+ */
+static double step_clock(const struct analytic_in *in, struct terms *T, struct analytic_out *out,
+			 const double busy[2])
+{
+	const struct layout *l = &in->lay;
+	double c0 = hw_run_clock(in->hw, l->dtype, l->power_w), c, tw;
+	struct mem_est mem;
+	int mb;
+	if (!(in->hw->power.mem_w > 0))
+		return c0;
+	tw = out->t_iter - out->t_bubble - busy[0] - busy[1];
+	c = hw_mix_clock(in->hw, l->dtype, l->power_w, busy[0], busy[1], tw > 0 ? tw : 0);
+	if (c == c0)
+		return c;
+	rescale(in, T, c0 / c);
+	mem = out->mem;
+	mb = out->microbatches;
+	memset(out, 0, sizeof(*out));
+	out->mem = mem;
+	out->microbatches = mb;
+	step_of(in, T, out, (double[2]){0, 0});
+	return c;
+}
+
 int analytic_estimate(const struct analytic_in *in, struct analytic_out *out, struct prism_err *err)
 {
 	const struct hw_profile *hw = in->hw;
 	const struct layout *l = &in->lay;
 	const struct llm *m = &in->m;
-	int tp = l->tp, pp = l->pp, dp = l->dp, v = layout_stage_chunks(l), cp = layout_cp(l);
-	double peak = hw->peak_flops[in->lay.dtype], sum = 0, worst = -1, tail = 0, fill = 1,
-	       gw = 0;
+	int tp = l->tp, pp = l->pp, dp = l->dp, cp = layout_cp(l);
+	double peak = hw->peak_flops[in->lay.dtype], busy[2];
 	struct terms T;
-	struct stage_est st[LAYOUT_MAX_STAGES];
-	double stail[LAYOUT_MAX_STAGES], end[LAYOUT_MAX_STAGES], gstat;
 	int rc;
 
 	memset(out, 0, sizeof(*out));
@@ -1122,92 +1317,54 @@ int analytic_estimate(const struct analytic_in *in, struct analytic_out *out, st
 	synth_mem_layout(&T.si, &T.lay);
 	if ((rc = shared_terms(in, &T, err)))
 		return rc;
-	/* Per stage, one microbatch: the stage's layers, stage 0's embedding
-	 * and the last stage's head and loss, the tensor-parallel all-reduces
-	 * of its layers and the pipeline transfers.  The pipeline runs at the
-	 * pace of its slowest stage: m slots of it, and the fill and drain
-	 * through the others, over v (the closed form of a flow shop of
-	 * identical jobs; with equal stages (m + (p - 1)/v) slots, Narayanan et
-	 * al. SC21 section 2.2).  The fill and drain take each stage's GPU
-	 * side (gs), not its host-bound slot: a stage's host launches its
-	 * units without waiting, so its GPU waits for the stages before it
-	 * only while their GPU work runs (test_host_bound_bubble).  Then
-	 * each stage's data-parallel collectives (what is exposed of them)
-	 * and its optimizer. */
-	gstat = synth_grad_stats_s(&T.si);
-	{
-		/* The stages first: the slowest one's slot paces them all. */
-		double w = -1;
-		for (int s = 0; s < pp; s++) {
-			stage_inputs(in, &T, s, &st[s]);
-			if (llm_hybrid(m))
-				hybrid_stage(in, &T, s, &st[s]);
-			else
-				layer_stage(in, &T, s, w, &fill, &st[s]);
-			w = fmax(w, st[s].slot);
-		}
-		for (int s = 0; s < pp; s++)
-			st[s].pace = w;
-	}
-	for (int s = 0; s < pp; s++) {
-		struct stage_est e = st[s];
-		double dpt, exposed, each[2], opt, red;
-		struct comm_group eg;
-		double ebytes;
-		sum += e.gs;
-		if (e.slot > worst)
-			gw = e.gs;
-		stage_dp(in, &T, s, &e, &dpt, &exposed, each, &red);
-		exposed -= T.mb * host_hides(each, e.hx);
-		/* Where the host's launches of the last backward's reductions
-		 * put its end late (opt_or_host), the data-parallel stream
-		 * reduces the buckets it has meanwhile. */
-		exposed -= fmin(red > 0 ? red : 0, fmax(0, T.sh[s].dp_last_s - e.slack));
-		/* Tied embeddings on two stages (or MTP's word embedding):
-		 * the first and the last stage all-reduce its gradient once
-		 * their data-parallel reductions are done (synth's
-		 * synth_embed_grad_reduce, Megatron-LM's
-		 * _allreduce_word_embedding_grads in finalize_model_grads.py),
-		 * before their optimizers. */
-		if (synth_embed_grad_reduce(&T.si, &eg, &ebytes) &&
-		    (s == 0 || s == layout_head_stage(&T.lay))) {
-			struct comm_est ce;
-			comm_time(hw, GC_ALL_REDUCE, ebytes, eg, in->comm_eff, COMM_AUTO, &ce);
-			exposed += ce.time_s;
-		}
-		/* Optimizer: its kernels as the graph runs them (fp16's
-		 * unscale, the clipping norm and scale, the update:
-		 * synth_stage_host's opt_gpu_s, ss_optimizer timed dry) with
-		 * the gradient norm's all-reduce across the stages (and fp16's
-		 * found-inf flag's) between them (synth_grad_stats_s: every
-		 * stage waits for every stage's last backward), or its
-		 * launches, which issue that all-reduce and run on beside it
-		 * (added after the launches until 2026-11-27: a wholly
-		 * host-bound ZeRO-3 step 62 us above its simulated step,
-		 * test_zero3_estimate_bound). */
-		opt = opt_or_host(&T, s, exposed, T.sh[s].opt_gpu_s + gstat, e.slack);
-		stage_terms(out, &worst, &tail, e.slot, e.c, e.tp, T.p2p, e.off, dpt, exposed, opt);
-		st[s] = e;
-		stail[s] = exposed + opt;
-	}
-	out->t_slot = worst;
-	if (layout_v(l->schedule)) {
-		/* ZB-V and DualPipeV (a V: stage 0 holds the first and the
-		 * last chunk): the flow shop's closed form, every stage ending
-		 * with the slowest. */
-		out->t_bubble = (sum - gw) / v * fill;
-		out->t_iter = T.mb * worst + out->t_bubble + tail;
-	} else {
-		/* Each stage's tail after its own last backward (pipe_ends),
-		 * the step's end the latest of them. */
-		double E = pipe_ends(in, st, T.mb, end), last = E;
-		out->t_bubble = fmax(0, E - T.mb * worst);
-		for (int s = 0; s < pp; s++)
-			last = fmax(last, end[s] + stail[s]);
-		out->t_iter = last;
-	}
+	T.gstat = synth_grad_stats_s(&T.si);
+	step_of(in, &T, out, busy);
+	out->clock = step_clock(in, &T, out, busy);
 	out->model_flops = llm_flops_iter(m, in->global_batch, 0);
 	out->mfu = out->model_flops / (out->t_iter * (double)tp * pp * dp * cp * peak);
 	out->tokens_per_s = in->global_batch * m->seq / out->t_iter;
 	return 0;
+}
+
+void analytic_in_of(const struct synth_in *in, struct analytic_in *ai)
+{
+	analytic_in_default(ai);
+	ai->m = in->m;
+	ai->hw = in->hw;
+	ai->global_batch = (double)in->lay.mbs * in->lay.microbatches * in->lay.dp;
+	synth_mem_layout(in, &ai->lay);
+	ai->acc_elem_bytes = in->acc_elem_bytes;
+	ai->no_mem = 1; /* the time only */
+}
+
+/* The last input's clock, per thread: a graph edit asks for both sides'
+ * several times (same_hw, retime_plan, describe), a synth its build's and
+ * its bound's. */
+static _Thread_local struct {
+	struct synth_in in;
+	struct hw_profile hw;
+	int have;
+	double clock;
+} clock_memo;
+
+double analytic_step_clock(const struct synth_in *in)
+{
+	struct analytic_in ai;
+	struct analytic_out ao;
+	struct prism_err err;
+
+	if (in->clock > 0)
+		return in->clock;
+	if (!in->hw || !(in->hw->power.mem_w > 0))
+		return 0;
+	if (clock_memo.have && memcmp(&clock_memo.in, in, sizeof(*in)) == 0 &&
+	    memcmp(&clock_memo.hw, in->hw, sizeof(*in->hw)) == 0)
+		return clock_memo.clock;
+	memcpy(&clock_memo.in, in, sizeof(*in));
+	memcpy(&clock_memo.hw, in->hw, sizeof(*in->hw));
+	prism_err_clear(&err);
+	analytic_in_of(in, &ai);
+	clock_memo.clock = analytic_estimate(&ai, &ao, &err) == 0 ? ao.clock : 0;
+	clock_memo.have = 1;
+	return clock_memo.clock;
 }

@@ -25,6 +25,10 @@
  * events), the optimizer the longer of its own and its launches'
  * (synth_stage_host).  Without flash attention (lay.flash = 0) the
  * layers' time holds the passes over the materialised attention scores.
+ * The terms are timed at the run's reference clock; where the profile
+ * states a power balance, the step's own mix (its busiest GPU's
+ * compute-heavy, memory-bound and waiting time) sets its clock, and the
+ * compute-heavy terms are rescaled to it (analytic_out.clock).
  * Microseconds per evaluation; docs/MODEL.md gives every term.
  */
 #ifndef PRISM_ANALYTIC_H
@@ -66,6 +70,14 @@ struct analytic_out {
 	double t_dp;	  /* data-parallel all-reduce */
 	double t_dp_exposed;
 	double t_opt;
+	double clock;	    /* the step's clock (a fraction of the burst):
+			     * the run's reference clock (hw_run_clock at
+			     * the layout's dtype and cap) moved by the power
+			     * balance at the step's own mix (hw_mix_clock:
+			     * its busiest GPU's compute-heavy, memory-bound
+			     * and waiting time), which the times above are
+			     * at; the reference clock where the profile
+			     * states no balance (synth_in.clock takes it) */
 	double model_flops; /* per iteration, without recomputation */
 	double mfu;	    /* model FLOPs / (time x GPUs x peak) */
 	double tokens_per_s;
@@ -81,5 +93,19 @@ void analytic_in_default(struct analytic_in *in);
  * the microbatches the batch gives): an infeasible layout. */
 int analytic_estimate(const struct analytic_in *in, struct analytic_out *out,
 		      struct prism_err *err);
+
+/* The estimate's input for the run in describes: its model and profile,
+ * its layout placed (synth_mem_layout), its global batch (mbs x
+ * microbatches x dp), its gradient adds; the time only (no_mem),
+ * compute_eff 1. */
+struct synth_in;
+void analytic_in_of(const struct synth_in *in, struct analytic_in *ai);
+
+/* The clock in's step runs at (synth_in.clock; docs/MODEL.md, "Sustained
+ * rates"): in->clock where set (a sweep's candidate: its screen's
+ * estimate), else the clock one estimate of in's own description gives
+ * (analytic_in_of; analytic_out.clock; the last input's kept per thread),
+ * 0 where its profile states no balance (the reference clock). */
+double analytic_step_clock(const struct synth_in *in);
 
 #endif

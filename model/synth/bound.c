@@ -14,6 +14,7 @@
 #include <stddef.h>
 #include <string.h>
 
+#include "analytic.h"
 #include "comm.h"
 #include "hash.h"
 #include "kperf.h"
@@ -85,7 +86,9 @@ struct times_memo {
 	struct hw_profile hw;
 	unsigned have; /* TM_ bits; 0: an empty entry */
 	double lt[3];  /* synth_layer_times' */
+	double lh[3];  /* and their compute-heavy parts (synth_layer_split) */
 	double et[2];  /* synth_extra_times' */
+	double eh[2];  /* and theirs */
 };
 static _Thread_local struct times_memo tmemo[2];
 static _Thread_local int tmemo_last; /* the entry used last */
@@ -113,25 +116,34 @@ static struct times_memo *times_memo(const struct synth_in *in)
 	return e;
 }
 
-static void extra_times(const struct synth_in *in, double *emb, double *head);
+static void extra_times(const struct synth_in *in, double t[2], double h[2]);
 
 /* The kernel model's time of the embedding's forward and backward (*emb)
  * and of the head's and loss's (*head), one microbatch. */
 void synth_extra_times(const struct synth_in *in, double *emb, double *head)
 {
+	double t[2], h[2];
+	synth_extra_split(in, t, h);
+	*emb = t[0], *head = t[1];
+}
+
+void synth_extra_split(const struct synth_in *in, double t[2], double h[2])
+{
 	struct times_memo *e = times_memo(in);
 	if (e && (e->have & TM_EXTRA)) {
-		*emb = e->et[0], *head = e->et[1];
+		memcpy(t, e->et, sizeof(e->et));
+		memcpy(h, e->eh, sizeof(e->eh));
 		return;
 	}
-	extra_times(in, emb, head);
+	extra_times(in, t, h);
 	if (e) {
-		e->et[0] = *emb, e->et[1] = *head;
+		memcpy(e->et, t, sizeof(e->et));
+		memcpy(e->eh, h, sizeof(e->eh));
 		e->have |= TM_EXTRA;
 	}
 }
 
-static void extra_times(const struct synth_in *in, double *emb, double *head)
+static void extra_times(const struct synth_in *in, double t[2], double h[2])
 {
 	struct ctx c;
 	struct rankst rk;
@@ -141,11 +153,11 @@ static void extra_times(const struct synth_in *in, double *emb, double *head)
 	sl_shape(in, &z);
 	sl_embed_fwd(&c, 0, &z);
 	sl_embed_bwd(&c, 0, &z);
-	*emb = c.dry_s;
-	c.dry_s = 0;
+	t[0] = c.dry_s, h[0] = c.dry_heavy_s;
+	c.dry_s = c.dry_heavy_s = 0;
 	sl_head_fwd(&c, 0, &z);
 	sl_head_bwd(&c, 0, &z);
-	*head = c.dry_s;
+	t[1] = c.dry_s, h[1] = c.dry_heavy_s;
 }
 
 void synth_extra_tp_s(const struct synth_in *in, double emb_s[2], double *head_s)
@@ -436,10 +448,11 @@ static int first_of_kind(const struct llm *m, int k)
 	return 0;
 }
 
-/* One layer's times, its attention windowed by win (0: global); kind: a
- * hybrid model's layer kind (LLM_KIND_FULL otherwise). */
-static void layer_times_win(const struct synth_in *in, int moe, int kind, int win, double *fwd_s,
-			    double *bwd_s, double *attn_fwd_s)
+/* One layer's times t (forward, backward, attention forward) and their
+ * compute-heavy parts h, its attention windowed by win (0: global); kind:
+ * a hybrid model's layer kind (LLM_KIND_FULL otherwise). */
+static void layer_times_win(const struct synth_in *in, int moe, int kind, int win, double t[3],
+			    double h[3])
 {
 	struct ctx c;
 	struct rankst rk;
@@ -454,25 +467,24 @@ static void layer_times_win(const struct synth_in *in, int moe, int kind, int wi
 	c.dry_window = win;
 	c.dry_kind = kind;
 	sl_layer_fwd(&c, 0, &z);
-	*fwd_s = c.dry_s;
-	c.dry_s = 0;
+	t[0] = c.dry_s, h[0] = c.dry_heavy_s;
+	c.dry_s = c.dry_heavy_s = 0;
 	rk.phase = PH_BACKWARD;
 	sl_layer_bwd(&c, 0, &z);
-	*bwd_s = c.dry_s;
-	c.dry_s = 0;
+	t[1] = c.dry_s, h[1] = c.dry_heavy_s;
+	c.dry_s = c.dry_heavy_s = 0;
 	sl_attn_fwd(&c, 0, &z);
-	*attn_fwd_s = c.dry_s;
+	t[2] = c.dry_s, h[2] = c.dry_heavy_s;
 }
 
 /* A layer's times: with sliding windows, the mean of a windowed and a
  * global layer's, weighted by how many of each the model has (of kind's
  * layers, for a hybrid model's). */
-static void layer_times_of(const struct synth_in *in, int moe, int kind, double *fwd_s,
-			   double *bwd_s, double *attn_fwd_s)
+static void layer_times_of(const struct synth_in *in, int moe, int kind, double t[3], double h[3])
 {
 	const struct llm *m = &in->m;
-	double fw, bw, aw, nw = 0, n = 0;
-	layer_times_win(in, moe, kind, 0, fwd_s, bwd_s, attn_fwd_s);
+	double tw[3], hw[3], nw = 0, n = 0;
+	layer_times_win(in, moe, kind, 0, t, h);
 	if (m->window <= 0)
 		return;
 	for (int l = 0; l < m->layers; l++)
@@ -482,22 +494,19 @@ static void layer_times_of(const struct synth_in *in, int moe, int kind, double 
 		}
 	if (n <= 0)
 		return;
-	layer_times_win(in, moe, kind, m->window, &fw, &bw, &aw);
-	*fwd_s += (fw - *fwd_s) * nw / n;
-	*bwd_s += (bw - *bwd_s) * nw / n;
-	*attn_fwd_s += (aw - *attn_fwd_s) * nw / n;
-}
-
-static void layer_times(const struct synth_in *in, int moe, double *fwd_s, double *bwd_s,
-			double *attn_fwd_s)
-{
-	layer_times_of(in, moe, LLM_KIND_FULL, fwd_s, bwd_s, attn_fwd_s);
+	layer_times_win(in, moe, kind, m->window, tw, hw);
+	for (int i = 0; i < 3; i++) {
+		t[i] += (tw[i] - t[i]) * nw / n;
+		h[i] += (hw[i] - h[i]) * nw / n;
+	}
 }
 
 void synth_kind_layer_times(const struct synth_in *in, int k, double *fwd_s, double *bwd_s,
 			    double *attn_fwd_s)
 {
-	layer_times_of(in, 0, k, fwd_s, bwd_s, attn_fwd_s);
+	double t[3], h[3];
+	layer_times_of(in, 0, k, t, h);
+	*fwd_s = t[0], *bwd_s = t[1], *attn_fwd_s = t[2];
 }
 
 /* One layer's host time in a dry run, forward and backward: kind, a
@@ -541,7 +550,7 @@ void synth_layer_host(const struct synth_in *in, int moe, double *fwd_s, double 
 
 /* One layer's W pass (its weight gradients), its attention windowed by
  * win. */
-static double layer_wgrad_win(const struct synth_in *in, int moe, int win)
+static double layer_wgrad_win(const struct synth_in *in, int moe, int win, double *heavy)
 {
 	struct ctx c;
 	struct rankst rk;
@@ -551,6 +560,7 @@ static double layer_wgrad_win(const struct synth_in *in, int moe, int win)
 	c.dry_window = win;
 	c.pass = SL_PASS_W;
 	sl_layer_bwd(&c, 0, &z);
+	*heavy = c.dry_heavy_s;
 	return c.dry_s;
 }
 
@@ -568,37 +578,62 @@ double synth_layer_wgrad_host_s(const struct synth_in *in, int moe)
 	return c.dry_host_s;
 }
 
-double synth_layer_wgrad_s(const struct synth_in *in, int moe)
+double synth_layer_wgrad_split(const struct synth_in *in, int moe, double *heavy)
 {
 	const struct llm *m = &in->m;
-	double w, nw = 0;
+	double w, hw, nw = 0, x;
 	moe = moe && llm_moe_layers(m) > 0;
-	w = layer_wgrad_win(in, moe, 0);
+	w = layer_wgrad_win(in, moe, 0, heavy);
 	if (m->window <= 0)
 		return w;
 	for (int l = 0; l < m->layers; l++)
 		nw += llm_window(m, l) > 0;
-	return w + (layer_wgrad_win(in, moe, m->window) - w) * nw / m->layers;
+	x = layer_wgrad_win(in, moe, m->window, &hw);
+	*heavy += (hw - *heavy) * nw / m->layers;
+	return w + (x - w) * nw / m->layers;
+}
+
+double synth_layer_wgrad_s(const struct synth_in *in, int moe)
+{
+	double h;
+	return synth_layer_wgrad_split(in, moe, &h);
+}
+
+void synth_layer_split(const struct synth_in *in, int moe, int kind, double t[3], double h[3])
+{
+	struct times_memo *e;
+	moe = moe && llm_moe_layers(&in->m) > 0;
+	if (moe || kind != LLM_KIND_FULL) {
+		layer_times_of(in, moe, kind, t, h);
+		return;
+	}
+	e = times_memo(in);
+	if (e && (e->have & TM_LAYER)) {
+		memcpy(t, e->lt, sizeof(e->lt));
+		memcpy(h, e->lh, sizeof(e->lh));
+		return;
+	}
+	layer_times_of(in, 0, LLM_KIND_FULL, t, h);
+	if (e) {
+		memcpy(e->lt, t, sizeof(e->lt));
+		memcpy(e->lh, h, sizeof(e->lh));
+		e->have |= TM_LAYER;
+	}
 }
 
 void synth_layer_times(const struct synth_in *in, double *fwd_s, double *bwd_s, double *attn_fwd_s)
 {
-	struct times_memo *e = times_memo(in);
-	if (e && (e->have & TM_LAYER)) {
-		*fwd_s = e->lt[0], *bwd_s = e->lt[1], *attn_fwd_s = e->lt[2];
-		return;
-	}
-	layer_times(in, 0, fwd_s, bwd_s, attn_fwd_s);
-	if (e) {
-		e->lt[0] = *fwd_s, e->lt[1] = *bwd_s, e->lt[2] = *attn_fwd_s;
-		e->have |= TM_LAYER;
-	}
+	double t[3], h[3];
+	synth_layer_split(in, 0, LLM_KIND_FULL, t, h);
+	*fwd_s = t[0], *bwd_s = t[1], *attn_fwd_s = t[2];
 }
 
 void synth_moe_layer_times(const struct synth_in *in, double *fwd_s, double *bwd_s,
 			   double *attn_fwd_s)
 {
-	layer_times(in, llm_moe_layers(&in->m) > 0, fwd_s, bwd_s, attn_fwd_s);
+	double t[3], h[3];
+	synth_layer_split(in, 1, LLM_KIND_FULL, t, h);
+	*fwd_s = t[0], *bwd_s = t[1], *attn_fwd_s = t[2];
 }
 
 /* The dispatcher's collectives of one MoE layer's forward (sl_moe_colls):
@@ -1188,6 +1223,26 @@ static double dp_stream_bound(const struct synth_in *in, double fchain)
 	return best;
 }
 
+/* in at the clock its bound takes (synth_lower_bound): the faster of its
+ * step's own (analytic_step_clock: in->clock where set, else its
+ * estimate's) and the reference one, the profile's step clock at the
+ * layout's dtype and cap -- the simulated step runs at its own, and one at
+ * the reference clock would not bound a step whose own mix runs faster
+ * (*q: the copy where it is not in itself). */
+static const struct synth_in *bound_in(const struct synth_in *in, struct synth_in *q)
+{
+	double c = analytic_step_clock(in), ref;
+	if (!(c > 0))
+		return in; /* (no balance: the reference) */
+	ref = hw_run_clock(in->hw, in->lay.dtype, in->lay.power_w);
+	c = c > ref ? c : 0;
+	if (c == in->clock)
+		return in;
+	*q = *in;
+	q->clock = c;
+	return q;
+}
+
 double synth_lower_bound(const struct synth_in *in)
 {
 	const struct layout *l = &in->lay;
@@ -1198,7 +1253,11 @@ double synth_lower_bound(const struct synth_in *in)
 	double fw_w, mw = 0;   /* a layer's least weight-gradient GEMMs: its forward GEMMs' */
 	double xa = 0, xm = 0; /* a layer's backward reductions beyond their wgrads */
 	struct hw_profile buf;
-	const struct hw_profile *hw = sl_run_hw(in, &buf); /* at the layout's power */
+	struct synth_in q;
+	const struct hw_profile *hw;
+
+	in = bound_in(in, &q);
+	hw = sl_run_hw(in, &buf); /* at the layout's power (bound_in) */
 
 	if (in->hw->peak_flops[in->lay.dtype] <= 0 || l->pp < 1 || l->vp < 1 || in->kdb)
 		return 0;

@@ -57,8 +57,12 @@ static double ktime(struct ctx *c, int cls, int dtype, double flops, double byte
 	int how = KDB_NONE;
 	if (sl_skip(c)) /* not built: nothing counted */
 		return 0;
-	if (c->dry)
-		return (k->overhead_s + model_s / e) * in->scale[cls];
+	if (c->dry) {
+		t = (k->overhead_s + model_s / e) * in->scale[cls];
+		if (cls == KC_GEMM || cls == KC_ATTENTION)
+			c->dry_heavy_s += t;
+		return t;
+	}
 	if (cls == KC_GEMM || cls == KC_ATTENTION)
 		c->tally.flops += flops;
 	if (c->kdb_gpu >= 0)
@@ -2146,7 +2150,11 @@ int sl_logit_dtype(const struct synth_in *in)
 
 const struct hw_profile *sl_run_hw(const struct synth_in *in, struct hw_profile *buf)
 {
-	return in->hw ? hw_at_run(in->hw, in->lay.dtype, in->lay.power_w, buf) : NULL;
+	if (!in->hw)
+		return NULL;
+	if (in->clock > 0)
+		return hw_at_clock(in->hw, in->clock, buf);
+	return hw_at_run(in->hw, in->lay.dtype, in->lay.power_w, buf);
 }
 
 /*

@@ -69,6 +69,7 @@ int synth_partition(const struct synth_in *in, struct layout *out, struct prism_
 	int p = in->lay.pp, v = layout_stage_chunks(&in->lay), L = in->m.layers, rc;
 	int hs = layout_head_stage(&in->lay);
 	uint16_t *part = out->part;
+	struct synth_in ref;
 
 	if (in->lay.partition != LAYOUT_PART_BALANCED || p < 2) {
 		if ((rc = layout_partition_place(&in->m, &in->lay, out, err)))
@@ -82,6 +83,15 @@ int synth_partition(const struct synth_in *in, struct layout *out, struct prism_
 	out->part_chunks = 0;
 	if ((rc = layout_check_partition(&in->m, &in->lay, err)))
 		return rc;
+	if (in->clock > 0) {
+		/* Placed by the layers' times at the reference clock: a
+		 * placement, not a time, and the step's own clock is read off
+		 * the estimate of the placed run (docs/MODEL.md, "Sustained
+		 * rates"). */
+		ref = *in;
+		ref.clock = 0;
+		in = &ref;
+	}
 	{
 		/* Balanced: each stage gets v layers (one a chunk), then each
 		 * further v layers go where the stage's time after them is the

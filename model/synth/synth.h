@@ -87,6 +87,17 @@ struct synth_in {
 				  * PyTorch's 2-byte adds under the pure-bf16
 				  * optimizer, else Megatron-LM's gradient-
 				  * accumulation fusion, none); < 0: none */
+	double clock;			      /* the step's clock, a fraction of the burst
+				  * (docs/MODEL.md, "Sustained rates"): every
+				  * kernel is timed at it (sl_run_hw) in place
+				  * of the reference one; 0 (the default): the
+				  * reference, hw_run_clock at the layout's
+				  * dtype and cap.  The run's estimate gives
+				  * the clock of its own mix
+				  * (analytic_out.clock, predict_step_clock);
+				  * the balanced partition places at the
+				  * reference and the lower bound at the faster
+				  * of the two */
 	char hw_id[64];			      /* synth_meta_parse: the profile named in the
 				  * description */
 	int bare;			      /* only the layers: no embedding, head, loss or
@@ -495,6 +506,17 @@ double synth_layer_wgrad_host_s(const struct synth_in *in, int moe);
  * grouped expert GEMMs, shared experts (collectives are not in it). */
 void synth_moe_layer_times(const struct synth_in *in, double *fwd_s, double *bwd_s,
 			   double *attn_fwd_s);
+
+/* The compute-heavy part of those times (GEMMs and attention, KC_GEMM and
+ * KC_ATTENTION: the kernels the power balance counts as compute,
+ * docs/MODEL.md "Sustained rates"), from the same dry run: t[3] a layer's
+ * times as synth_layer_times gives them (moe: synth_moe_layer_times';
+ * kind other than LLM_KIND_FULL: synth_kind_layer_times' of that kind),
+ * h[3] their heavy parts; the embedding's and the head's (t[2]:
+ * synth_extra_times', h[2]); a W pass's (synth_layer_wgrad_s, *heavy). */
+void synth_layer_split(const struct synth_in *in, int moe, int kind, double t[3], double h[3]);
+void synth_extra_split(const struct synth_in *in, double t[2], double h[2]);
+double synth_layer_wgrad_split(const struct synth_in *in, int moe, double *heavy);
 
 /*
  * Activation offloading (lay.offload_layers; docs/MODEL.md "Activation

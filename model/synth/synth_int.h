@@ -499,6 +499,9 @@ struct ctx {
 	double dry_s;		       /* dry: the kernels' time so far */
 	double dry_mem_s;	       /* dry: the memory-bound kernels' on the
 				      * compute stream (bound.c layer_mem_s) */
+	double dry_heavy_s;	       /* dry: the compute-heavy kernels' (GEMMs,
+				      * attention: what the power balance counts
+				      * as compute, synth_layer_split) */
 	int dry_comm;		       /* dry: add collectives' times to dry_comm_s */
 	double dry_comm_s;	       /* dry: the collectives' time so far */
 	double dry_side_s, dry_side_k; /* dry: collectives beside the compute
@@ -759,11 +762,12 @@ static inline int sl_low_precision(int dtype)
 int sl_logit_dtype(const struct synth_in *in);
 
 /* in->hw as the run drives it, the profile every kernel of a step is timed
- * on: at the step clock of the layout's GEMM dtype (one GPU, one clock:
- * every kernel of the step at it) under the layout's power cap
- * (hw_at_run: in->hw itself, or *buf at that clock); NULL without a
- * profile.  Every ctx takes it (c->hw),
- * and so does the bound. */
+ * on: at in->clock where set (the step's own clock: synth_in.clock), else
+ * at the step clock of the layout's GEMM dtype (one GPU, one clock: every
+ * kernel of the step at it) under the layout's power cap (hw_at_run:
+ * in->hw itself, or *buf at that clock); NULL without a profile.  Every
+ * ctx takes it (c->hw), and so does the bound (at the faster of the two,
+ * synth_lower_bound). */
 const struct hw_profile *sl_run_hw(const struct synth_in *in, struct hw_profile *buf);
 
 /* in's shape as the kernels of one layer need it (tp_per_node,

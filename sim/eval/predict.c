@@ -31,22 +31,39 @@ void predict_derive(const struct synth_in *in, double iter_s, struct predict_out
 	synth_mem(in, &out->mem);
 }
 
-double predict_analytic(const struct synth_in *in)
+double predict_analytic_clock(const struct synth_in *in, double *clock)
 {
 	struct analytic_in ai;
 	struct analytic_out ao;
 	struct prism_err err;
+	int rc;
 
 	prism_err_clear(&err);
-	analytic_in_default(&ai);
-	ai.m = in->m;
-	ai.hw = in->hw;
-	ai.global_batch = (double)in->lay.mbs * in->lay.microbatches * in->lay.dp;
-	synth_mem_layout(in, &ai.lay);
+	analytic_in_of(in, &ai);
 	ai.compute_eff = PREDICT_ANALYTIC_EFF;
-	ai.acc_elem_bytes = in->acc_elem_bytes;
-	ai.no_mem = 1; /* the time only */
-	return analytic_estimate(&ai, &ao, &err) == 0 ? ao.t_iter : 0;
+	rc = analytic_estimate(&ai, &ao, &err);
+	*clock = rc == 0 && in->hw->power.mem_w > 0 ? ao.clock : 0;
+	return rc == 0 ? ao.t_iter : 0;
+}
+
+double predict_analytic(const struct synth_in *in)
+{
+	double c;
+	return predict_analytic_clock(in, &c);
+}
+
+double predict_step_clock(const struct synth_in *in)
+{
+	/* (the screen's estimate, PREDICT_ANALYTIC_EFF 1: analytic_in_of's) */
+	return analytic_step_clock(in);
+}
+
+/* The clock in's kernels run at: its own (predict_step_clock), else the
+ * reference one. */
+static double run_clock(const struct synth_in *in)
+{
+	double c = predict_step_clock(in);
+	return c > 0 ? c : hw_run_clock(in->hw, in->lay.dtype, in->lay.power_w);
 }
 
 /* out from a settled (or extended) run of in and its build's counts. */
@@ -105,6 +122,10 @@ static int synth_scratch(const struct synth_in *in, struct predict_scratch *s,
 	int rc;
 
 	memset(out, 0, sizeof(*out));
+	/* At the step's own clock, from one estimate of the run (a sweep's
+	 * candidate takes its screen's: predict_step_clock), every build of
+	 * it (hier's points too) at the same. */
+	built.clock = predict_step_clock(in);
 	/* A graph nobody keeps is only simulated: its ops' shapes (for
 	 * writing it as a trace, or editing it) would be built for nothing. */
 	built.no_shapes = in->no_shapes || !keep_g;
@@ -613,13 +634,14 @@ static int splits(const struct synth_in *a, const struct synth_in *c)
 	       (c->lay.schedule == LAYOUT_GPIPE || c->lay.schedule == LAYOUT_1F1B);
 }
 
-/* The same GPU at the same clock (its GEMMs' dtype's step clock under its
- * power cap). */
+/* The same GPU at the same clock (run_clock: the step's own, from one
+ * estimate of each side's description, else its GEMMs' dtype's step
+ * clock under its power cap), so that an edit's two sides run where
+ * synth's own builds of them would. */
 static int same_hw(const struct synth_in *a, const struct synth_in *b)
 {
 	return (a->hw == b->hw || strcmp(a->hw->id, b->hw->id) == 0) &&
-	       hw_run_clock(a->hw, a->lay.dtype, a->lay.power_w) ==
-		   hw_run_clock(b->hw, b->lay.dtype, b->lay.power_w);
+	       run_clock(a) == run_clock(b);
 }
 
 /* Why a graph edit cannot make cand from b, or "" when it can. */
@@ -847,7 +869,8 @@ struct edit_job {
 	int stats_n; /* gradient statistics all-reduced across the cut stages */
 	int emb;     /* and a tied embedding's gradient between the end ones */
 	/* The base's and the candidate's GPUs at their run clocks, where a
-	 * dtype or a cap changes a profile's clock (retime_plan: hw_at_run). */
+	 * dtype, a cap or the step's own mix changes a profile's clock
+	 * (retime_plan: run_clock). */
 	struct hw_profile hw_from, hw_to;
 };
 
@@ -1132,10 +1155,10 @@ static void retime_plan(struct edit_job *j, struct edit_retime *r)
 	const struct synth_in *a = j->a, *c = j->c;
 	memset(r, 0, sizeof(*r));
 	/* Each GPU at its run's clock (a ratio of two kernel-model times takes
-	 * both): the step clock of the base's description's GEMM dtype under
-	 * its cap, the candidate's. */
-	r->from = hw_at_run(a->hw, a->lay.dtype, a->lay.power_w, &j->hw_from);
-	r->to = hw_at_run(c->hw, c->lay.dtype, c->lay.power_w, &j->hw_to);
+	 * both): the base's description's own (run_clock: its step's mix, or
+	 * the step clock of its GEMM dtype under its cap), the candidate's. */
+	r->from = hw_at_clock(a->hw, run_clock(a), &j->hw_from);
+	r->to = hw_at_clock(c->hw, run_clock(c), &j->hw_to);
 	r->dp_from = b->grad_group ? (int)b->grad_group : 0;
 	r->dp_to = b->grad_group ? c->lay.dp : 0;
 	r->comm_eff = a->comm_eff;
@@ -1231,10 +1254,8 @@ static void describe(const struct edit_job *j, struct predict_out *out)
 			HOW(" at %g W", c->lay.power_w);
 		if (a->lay.dtype != c->lay.dtype)
 			HOW(" (a %s step's clock, %.4g, -> a %s step's, %.4g)",
-			    hw_dtype_name(a->lay.dtype),
-			    hw_run_clock(a->hw, a->lay.dtype, a->lay.power_w),
-			    hw_dtype_name(c->lay.dtype),
-			    hw_run_clock(c->hw, c->lay.dtype, c->lay.power_w));
+			    hw_dtype_name(a->lay.dtype), run_clock(a), hw_dtype_name(c->lay.dtype),
+			    run_clock(c));
 		HOW("; ");
 	}
 	if (j->shaped || !same_hw(a, c))

@@ -79,6 +79,18 @@ int predict_synth(const struct synth_in *in, struct predict_out *out, struct gra
  */
 #define PREDICT_ANALYTIC_EFF 1.0
 double predict_analytic(const struct synth_in *in);
+/* The same, and the step's clock it gives into *clock (analytic_out.clock:
+ * the power balance at the step's own mix) where in's profile states a
+ * balance, else 0 (the reference clock, synth_in.clock's default). */
+double predict_analytic_clock(const struct synth_in *in, double *clock);
+
+/* The clock in's step runs at (analytic_step_clock: in->clock where set,
+ * a sweep's candidate its screen's estimate's; else the one estimate of
+ * in's own description gives, the same as predict_analytic_clock's; 0
+ * where its profile states no balance, the reference).  predict_synth
+ * builds at it, and a graph edit takes each side at its own, so that an
+ * edit's two sides and synth's own build agree. */
+double predict_step_clock(const struct synth_in *in);
 
 /* The derived figures from an iteration time (used by predict_synth and
  * by the analytic screen). */
