@@ -275,6 +275,86 @@ static void test_stage_host_memo(void **state)
 	}
 }
 
+/* What test_host_memo times of variant v (hm_mbs x hm_rc) of a case: a
+ * dense layer's host, an MoE layer's (a dense model's: the dense one's),
+ * each with the gradient adds too (acc), and the embedding's and head's. */
+static const int hm_mbs[] = {1, 2, 4};
+static const int hm_rc[] = {LAYOUT_RECOMPUTE_NONE, LAYOUT_RECOMPUTE_SELECTIVE,
+			    LAYOUT_RECOMPUTE_FULL};
+#define HM_VARIANTS 9 /* hm_mbs x hm_rc */
+struct hm_times {
+	double layer[2][2][2]; /* [moe][acc][fwd, bwd] */
+	struct synth_extra_host eh;
+};
+struct hm_run {
+	int k, v; /* the case, and its variant (-1: all, in order) */
+	struct hm_times t[HM_VARIANTS];
+};
+
+static void hm_variant(struct hm_run *m, int v)
+{
+	struct synth_in in;
+	memo_case(&in, m->k, hm_mbs[v / 3], hm_rc[v % 3]);
+	for (int moe = 0; moe < 2; moe++)
+		for (int acc = 0; acc < 2; acc++) {
+			in.acc_elem_bytes = acc ? 2 : -1;
+			synth_layer_host(&in, moe, &m->t[v].layer[moe][acc][0],
+					 &m->t[v].layer[moe][acc][1]);
+		}
+	in.acc_elem_bytes = -1;
+	synth_extra_host(&in, &m->t[v].eh);
+}
+
+static void *hm_thread(void *arg)
+{
+	struct hm_run *m = arg;
+	if (m->v >= 0)
+		hm_variant(m, m->v);
+	for (int v = 0; m->v < 0 && v < HM_VARIANTS; v++)
+		hm_variant(m, v);
+	return NULL;
+}
+
+/*
+ * The host's dry runs of a layer and of the embedding and head are kept
+ * per thread under a key without the microbatch size and count (the
+ * layer's) or the recomputation and the count (the embedding's and
+ * head's: bound.c hm_find): each case's nine variants run in order on one
+ * thread (the later ones from the memo) give the same bits as each run
+ * alone on a fresh thread.  And the claim the keys rest on, run cold: a
+ * layer's host times are the same at every microbatch size (and move
+ * with the recomputation: a full one launches the forward again), the
+ * embedding's and head's the same under every recomputation.
+ */
+static void test_host_memo(void **state)
+{
+	(void)state;
+	for (int k = 0; k < MEMO_CASES; k++) {
+		static struct hm_run warm, cold[HM_VARIANTS];
+		pthread_t t;
+		warm.k = k;
+		warm.v = -1;
+		assert_int_equal(pthread_create(&t, NULL, hm_thread, &warm), 0);
+		assert_int_equal(pthread_join(t, NULL), 0);
+		for (int v = 0; v < HM_VARIANTS; v++) {
+			cold[v].k = k;
+			cold[v].v = v;
+			assert_int_equal(pthread_create(&t, NULL, hm_thread, &cold[v]), 0);
+			assert_int_equal(pthread_join(t, NULL), 0);
+			assert_memory_equal(&warm.t[v], &cold[v].t[v], sizeof(warm.t[v]));
+		}
+		for (int v = 0; v < HM_VARIANTS; v++) {
+			const struct hm_times *a = &cold[v].t[v], *b = &cold[v % 3].t[v % 3],
+					      *c = &cold[v / 3 * 3].t[v / 3 * 3];
+			assert_true(a->layer[0][0][0] > 0 && a->layer[0][0][1] > 0);
+			assert_memory_equal(a->layer, b->layer, sizeof(a->layer));
+			assert_memory_equal(&a->eh, &c->eh, sizeof(a->eh));
+			assert_true(a->eh.emb_fwd_s > 0 && a->eh.head_bwd_s > 0);
+		}
+		assert_true(cold[2].t[2].layer[0][0][1] > cold[0].t[0].layer[0][0][1]);
+	}
+}
+
 static struct graph *build(const struct synth_in *in, struct synth_out *so, struct settle_out *st)
 {
 	struct graph *g = NULL;
@@ -7493,6 +7573,7 @@ int main(void)
 	    cmocka_unit_test(test_times_memo),
 	    cmocka_unit_test(test_stage_host_one_pass),
 	    cmocka_unit_test(test_stage_host_memo),
+	    cmocka_unit_test(test_host_memo),
 	    cmocka_unit_test(test_pipeline_bubble),
 	    cmocka_unit_test(test_zb_bubble),
 	    cmocka_unit_test(test_zbv_bubble),

@@ -165,7 +165,93 @@ void synth_extra_tp_s(const struct synth_in *in, double emb_s[2], double *head_s
 	*head_s = c.dry_comm_s - emb_s[0] - emb_s[1];
 }
 
+/*
+ * The host's dry runs of a layer (synth_layer_host) and of the embedding
+ * and head (synth_extra_host), per thread: the estimate runs them for
+ * every candidate it judges.  A dry run's host time counts launches and
+ * event calls, and a layer launches the same whatever its microbatch
+ * holds (mbs, and the count it gives: each kernel and collective one
+ * launch, its waits the same), the embedding and head the same whatever
+ * the recomputation (they are never recomputed); the embedding's backward
+ * GPU time (emb_bwd_gpu_s) moves with mbs, so mbs stays in that key.  A
+ * call's result is kept under its layout with those fields cleared, its
+ * gradient adds (acc_elem_bytes) and which call it is, the rest of the
+ * input and the profile compared whole (one per thread: another empties
+ * the memo).  The same layout's variants lie a few hundred candidates
+ * apart in a sweep's order (mbs its third digit), hence 1,024 entries.
+ * test_synth's test_host_memo checks the claim and the memo against cold
+ * runs.
+ */
+enum { HM_DENSE = 1, HM_MOE, HM_EXTRA };
+#define HOST_MEMO 1024 /* entries, direct-mapped by the key's hash */
+struct host_memo {
+	struct layout lay; /* the key: the input's layout, as hm_find clears it */
+	double acc;	   /* and its acc_elem_bytes (the rest: hm_in) */
+	int what;	   /* HM_ (0: empty) */
+	double out[5];
+};
+static _Thread_local struct host_memo hmemo[HOST_MEMO];
+static _Thread_local struct synth_in hm_in; /* its layout and adds cleared, no profile */
+static _Thread_local struct hw_profile hm_hw;
+
+/* The entry of in for call `what` (*hit: it holds the result), or NULL
+ * where in has no profile. */
+static struct host_memo *hm_find(const struct synth_in *in, int what, int *hit)
+{
+	struct synth_in x = *in;
+	struct host_memo *e;
+	if (!in->hw)
+		return NULL;
+	memset(&x.lay, 0, sizeof(x.lay));
+	x.hw = NULL;
+	x.acc_elem_bytes = 0;
+	if (memcmp(&x, &hm_in, sizeof(x)) != 0 || memcmp(in->hw, &hm_hw, sizeof(hm_hw)) != 0) {
+		hm_in = x;
+		hm_hw = *in->hw;
+		for (int i = 0; i < HOST_MEMO; i++)
+			hmemo[i].what = 0;
+	}
+	x.lay = in->lay;
+	if (what == HM_EXTRA) {
+		x.lay.recompute = 0;
+		x.lay.recompute_modules = 0;
+	} else {
+		x.lay.mbs = 0;
+	}
+	x.lay.microbatches = 0;
+	_Static_assert(sizeof(struct layout) % 8 == 0, "a layout hashed by words");
+	e = &hmemo[(hash_words(HASH_SEED + (uint64_t)what, &x.lay, sizeof(x.lay)) >> 40) %
+		   HOST_MEMO];
+	*hit = e->what == what && e->acc == in->acc_elem_bytes &&
+	       memcmp(&e->lay, &x.lay, sizeof(x.lay)) == 0;
+	if (!*hit) {
+		e->lay = x.lay;
+		e->acc = in->acc_elem_bytes;
+		e->what = 0;
+	}
+	return e;
+}
+
+static void extra_host(const struct synth_in *in, struct synth_extra_host *h);
+
 void synth_extra_host(const struct synth_in *in, struct synth_extra_host *h)
+{
+	int hit;
+	struct host_memo *e = hm_find(in, HM_EXTRA, &hit);
+	if (e && hit) {
+		h->emb_fwd_s = e->out[0], h->emb_bwd_s = e->out[1], h->head_fwd_s = e->out[2],
+		h->head_bwd_s = e->out[3], h->emb_bwd_gpu_s = e->out[4];
+		return;
+	}
+	extra_host(in, h);
+	if (e) {
+		e->out[0] = h->emb_fwd_s, e->out[1] = h->emb_bwd_s, e->out[2] = h->head_fwd_s,
+		e->out[3] = h->head_bwd_s, e->out[4] = h->emb_bwd_gpu_s;
+		e->what = HM_EXTRA;
+	}
+}
+
+static void extra_host(const struct synth_in *in, struct synth_extra_host *h)
 {
 	struct ctx c;
 	struct rankst rk;
@@ -535,8 +621,17 @@ void synth_kind_layer_host(const struct synth_in *in, int k, double *fwd_s, doub
 
 void synth_layer_host(const struct synth_in *in, int moe, double *fwd_s, double *bwd_s)
 {
-	layer_host(in, LLM_KIND_FULL, moe && llm_moe_layers(&in->m) > 0 ? in->m.layers - 1 : -1,
-		   fwd_s, bwd_s);
+	int hit, what = moe && llm_moe_layers(&in->m) > 0 ? HM_MOE : HM_DENSE;
+	struct host_memo *e = hm_find(in, what, &hit);
+	if (e && hit) {
+		*fwd_s = e->out[0], *bwd_s = e->out[1];
+		return;
+	}
+	layer_host(in, LLM_KIND_FULL, what == HM_MOE ? in->m.layers - 1 : -1, fwd_s, bwd_s);
+	if (e) {
+		e->out[0] = *fwd_s, e->out[1] = *bwd_s;
+		e->what = what;
+	}
 }
 
 /* One layer's W pass (its weight gradients), its attention windowed by
