@@ -355,6 +355,69 @@ static void test_host_memo(void **state)
 	}
 }
 
+/* test_tp_memo's variant v of case k: tensor parallelism 2, ZeRO 0-3
+ * (v % 4), 1F1B or interleaved over 2 (v / 4 % 2), an even or a balanced
+ * partition (v / 8); sequence parallelism in the odd cases. */
+#define TP_VARIANTS 16
+static void tp_variant(struct synth_in *in, int k, int v)
+{
+	memo_case(in, k, 2, LAYOUT_RECOMPUTE_NONE);
+	in->lay.tp = 2;
+	in->lay.sp = k % 2;
+	in->lay.zero = v % 4;
+	in->lay.schedule = v / 4 % 2 ? LAYOUT_INTERLEAVED : LAYOUT_1F1B;
+	in->lay.vp = v / 4 % 2 ? 2 : 1;
+	in->m.layers = 16;
+	in->lay.partition = v / 8 ? LAYOUT_PART_BALANCED : LAYOUT_PART_GIVEN;
+}
+
+struct tp_run {
+	int k, v; /* the case, and its variant (-1: all, in order) */
+	double t[TP_VARIANTS][2];
+};
+
+static void *tp_thread(void *arg)
+{
+	struct tp_run *m = arg;
+	for (int v = m->v < 0 ? 0 : m->v; v < (m->v < 0 ? TP_VARIANTS : m->v + 1); v++) {
+		struct synth_in in;
+		tp_variant(&in, m->k, v);
+		m->t[v][1] = synth_layer_tp_s(&in, &m->t[v][0]);
+	}
+	return NULL;
+}
+
+/*
+ * A layer's tensor-parallel collectives in the estimate (synth_layer_tp_s)
+ * are kept per thread under a key without the ZeRO stage, the schedule,
+ * its virtual stages and the partition (bound.c hm_find, HM_TP): each
+ * case's sixteen variants run in order on one thread (the later ones from
+ * the memo) give the same bits as each run alone on a fresh thread, and
+ * run cold they are equal: the layer's collectives are its own, whatever
+ * the data-parallel work, the pipeline's order and its stages' layers.
+ */
+static void test_tp_memo(void **state)
+{
+	(void)state;
+	for (int k = 0; k < MEMO_CASES; k++) {
+		static struct tp_run warm, cold[TP_VARIANTS];
+		pthread_t t;
+		warm.k = k;
+		warm.v = -1;
+		assert_int_equal(pthread_create(&t, NULL, tp_thread, &warm), 0);
+		assert_int_equal(pthread_join(t, NULL), 0);
+		for (int v = 0; v < TP_VARIANTS; v++) {
+			cold[v].k = k;
+			cold[v].v = v;
+			assert_int_equal(pthread_create(&t, NULL, tp_thread, &cold[v]), 0);
+			assert_int_equal(pthread_join(t, NULL), 0);
+			assert_memory_equal(warm.t[v], cold[v].t[v], sizeof(warm.t[v]));
+			assert_memory_equal(cold[v].t[v], cold[0].t[0], sizeof(cold[0].t[0]));
+		}
+		assert_true(cold[0].t[0][0] > 0 && cold[0].t[0][1] > cold[0].t[0][0]);
+	}
+}
+
 static struct graph *build(const struct synth_in *in, struct synth_out *so, struct settle_out *st)
 {
 	struct graph *g = NULL;
@@ -7574,6 +7637,7 @@ int main(void)
 	    cmocka_unit_test(test_stage_host_one_pass),
 	    cmocka_unit_test(test_stage_host_memo),
 	    cmocka_unit_test(test_host_memo),
+	    cmocka_unit_test(test_tp_memo),
 	    cmocka_unit_test(test_pipeline_bubble),
 	    cmocka_unit_test(test_zb_bubble),
 	    cmocka_unit_test(test_zbv_bubble),

@@ -167,8 +167,13 @@ void synth_extra_tp_s(const struct synth_in *in, double emb_s[2], double *head_s
 
 /*
  * The host's dry runs of a layer (synth_layer_host) and of the embedding
- * and head (synth_extra_host), per thread: the estimate runs them for
- * every candidate it judges.  A dry run's host time counts launches and
+ * and head (synth_extra_host), and a layer's tensor-parallel collectives
+ * (synth_layer_tp_s), per thread: the estimate runs them for every
+ * candidate it judges.  A layer issues the same collectives of the same
+ * sizes, and its kernels beside them take the same time, whatever the
+ * ZeRO stage (its gathers and reductions are the units', not the
+ * layer's), the schedule with its virtual stages, and the partition (a
+ * dry run's layer is on no stage).  A dry run's host time counts launches and
  * event calls, and a layer launches the same whatever its microbatch
  * holds (mbs, and the count it gives: each kernel and collective one
  * launch, its waits the same), the embedding and head the same whatever
@@ -179,10 +184,10 @@ void synth_extra_tp_s(const struct synth_in *in, double emb_s[2], double *head_s
  * input and the profile compared whole (one per thread: another empties
  * the memo).  The same layout's variants lie a few hundred candidates
  * apart in a sweep's order (mbs its third digit), hence 1,024 entries.
- * test_synth's test_host_memo checks the claim and the memo against cold
- * runs.
+ * test_synth's test_host_memo and test_tp_memo check the claims and the
+ * memo against cold runs.
  */
-enum { HM_DENSE = 1, HM_MOE, HM_EXTRA };
+enum { HM_DENSE = 1, HM_MOE, HM_EXTRA, HM_TP };
 #define HOST_MEMO 1024 /* entries, direct-mapped by the key's hash */
 struct host_memo {
 	struct layout lay; /* the key: the input's layout, as hm_find clears it */
@@ -215,6 +220,13 @@ static struct host_memo *hm_find(const struct synth_in *in, int what, int *hit)
 	if (what == HM_EXTRA) {
 		x.lay.recompute = 0;
 		x.lay.recompute_modules = 0;
+	} else if (what == HM_TP) {
+		x.lay.zero = 0;
+		x.lay.schedule = 0;
+		x.lay.vp = 0;
+		x.lay.partition = 0;
+		memset(x.lay.part, 0, sizeof(x.lay.part));
+		x.lay.part_chunks = x.lay.part_first = x.lay.part_last = x.lay.part_mtp = 0;
 	} else {
 		x.lay.mbs = 0;
 	}
@@ -431,7 +443,29 @@ void synth_stage_host(const struct synth_in *in, struct synth_stage_host *st)
 		sh_ring[sh_n++ % SH_RING] = st[r];
 }
 
+static double layer_tp_s(const struct synth_in *in, double *fwd_s);
+
 double synth_layer_tp_s(const struct synth_in *in, double *fwd_s)
+{
+	int hit;
+	double f, t;
+	struct host_memo *e = hm_find(in, HM_TP, &hit);
+	if (e && hit) {
+		if (fwd_s)
+			*fwd_s = e->out[0];
+		return e->out[1];
+	}
+	t = layer_tp_s(in, &f);
+	if (fwd_s)
+		*fwd_s = f;
+	if (e) {
+		e->out[0] = f, e->out[1] = t;
+		e->what = HM_TP;
+	}
+	return t;
+}
+
+static double layer_tp_s(const struct synth_in *in, double *fwd_s)
 {
 	struct ctx c;
 	struct rankst rk;
