@@ -418,6 +418,82 @@ static void test_tp_memo(void **state)
 	}
 }
 
+/* test_times_key's variant v of case k: what the kernel times' key
+ * leaves out (bound.c tm_key) changed -- the partition (even or
+ * balanced), the gradient adds (the framework's, 0, or that value
+ * resolved), the host's costs, the steps, the collectives' efficiency,
+ * the units' folding -- bit by bit of v. */
+#define TK_VARIANTS 16
+static void tk_variant(struct synth_in *in, int k, int v)
+{
+	memo_case(in, k, 2, LAYOUT_RECOMPUTE_NONE);
+	in->m.layers = 16;
+	in->lay.partition = v & 1 ? LAYOUT_PART_BALANCED : LAYOUT_PART_GIVEN;
+	if (v & 2) {
+		double acc = synth_acc_bytes(in->acc_elem_bytes, &in->lay);
+		in->acc_elem_bytes = acc > 0 ? acc : -1;
+	}
+	if (v & 4) {
+		in->cpu_op_s *= 3;
+		in->launch_s *= 2;
+		in->event_s *= 2;
+		in->gpu_lag_s *= 2;
+		in->steps = 3;
+	}
+	if (v & 8) {
+		in->comm_eff = 0.5;
+		in->units = 1;
+		in->no_shapes = 1;
+	}
+}
+
+struct tk_run {
+	int k, v; /* the case, and its variant (-1: all, in order) */
+	double t[TK_VARIANTS][5];
+};
+
+static void *tk_thread(void *arg)
+{
+	struct tk_run *m = arg;
+	for (int v = m->v < 0 ? 0 : m->v; v < (m->v < 0 ? TK_VARIANTS : m->v + 1); v++) {
+		struct synth_in in;
+		tk_variant(&in, m->k, v);
+		synth_layer_times(&in, &m->t[v][0], &m->t[v][1], &m->t[v][2]);
+		synth_extra_times(&in, &m->t[v][3], &m->t[v][4]);
+	}
+	return NULL;
+}
+
+/*
+ * The layer's and the embedding's and head's kernel times are kept under
+ * their input as a kernel-time dry run reads it (bound.c tm_key: the
+ * judging's candidate and the estimate's own input, which differ in the
+ * partition, the gradient adds' spelling and the host's terms, share an
+ * entry): each case's variants run cold on fresh threads are equal, and
+ * run in order on one thread (the later ones from the memo) the same bits.
+ */
+static void test_times_key(void **state)
+{
+	(void)state;
+	for (int k = 0; k < MEMO_CASES; k++) {
+		static struct tk_run warm, cold[TK_VARIANTS];
+		pthread_t t;
+		warm.k = k;
+		warm.v = -1;
+		assert_int_equal(pthread_create(&t, NULL, tk_thread, &warm), 0);
+		assert_int_equal(pthread_join(t, NULL), 0);
+		for (int v = 0; v < TK_VARIANTS; v++) {
+			cold[v].k = k;
+			cold[v].v = v;
+			assert_int_equal(pthread_create(&t, NULL, tk_thread, &cold[v]), 0);
+			assert_int_equal(pthread_join(t, NULL), 0);
+			assert_memory_equal(warm.t[v], cold[v].t[v], sizeof(warm.t[v]));
+			assert_memory_equal(cold[v].t[v], cold[0].t[0], sizeof(cold[0].t[0]));
+		}
+		assert_true(cold[0].t[0][0] > 0 && cold[0].t[0][1] > 0 && cold[0].t[0][4] > 0);
+	}
+}
+
 static struct graph *build(const struct synth_in *in, struct synth_out *so, struct settle_out *st)
 {
 	struct graph *g = NULL;
@@ -7638,6 +7714,7 @@ int main(void)
 	    cmocka_unit_test(test_stage_host_memo),
 	    cmocka_unit_test(test_host_memo),
 	    cmocka_unit_test(test_tp_memo),
+	    cmocka_unit_test(test_times_key),
 	    cmocka_unit_test(test_pipeline_bubble),
 	    cmocka_unit_test(test_zb_bubble),
 	    cmocka_unit_test(test_zbv_bubble),

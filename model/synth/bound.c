@@ -74,10 +74,12 @@ static void dry_tp_unit(struct ctx *c, struct rankst *rk, const struct synth_in 
  * head several times (synth_partition's balanced placement from each
  * synth_mem_layout -- the memory, the estimate, its stages' host time,
  * the bound -- and the estimate's own terms), each a dry run of some
- * 10,000 instructions.  An entry holds for the input's bytes and its
- * profile's (the dry runs read no more: no kernel database, dry_ctx);
- * two entries, the candidate's input and the estimate's (synth_in_default
- * with the candidate's model, profile and layout), the older replaced.
+ * 10,000 instructions.  An entry holds for the input as the dry runs
+ * read it (tm_key) and its profile's bytes: the candidate's input and the
+ * estimate's (synth_in_default with the candidate's model, profile and
+ * layout) differ only in what they do not read, so the estimate's
+ * placement finds the times the candidate's made; two entries, the older
+ * replaced.  test_synth's test_times_key checks the key against cold runs.
  */
 enum { TM_LAYER = 1, TM_EXTRA = 2 };
 struct times_memo {
@@ -90,16 +92,38 @@ struct times_memo {
 static _Thread_local struct times_memo tmemo[2];
 static _Thread_local int tmemo_last; /* the entry used last */
 
+/* in as a kernel-time dry run reads it (dry_ctx: no kernel database, the
+ * kernels' GPU times alone: no host's cost, no collective priced; the
+ * layer on no stage): those fields cleared, its gradient adds as they
+ * resolve (synth_acc_bytes; none: -1). */
+static void tm_key(const struct synth_in *in, struct synth_in *x)
+{
+	double acc = synth_acc_bytes(in->acc_elem_bytes, &in->lay);
+	*x = *in;
+	x->kdb = NULL;
+	x->steps = 0;
+	x->comm_eff = 0;
+	x->cpu_op_s = x->launch_s = x->gpu_lag_s = x->event_s = 0;
+	x->acc_elem_bytes = acc > 0 ? acc : -1;
+	memset(x->hw_id, 0, sizeof(x->hw_id));
+	x->no_shapes = x->units = x->units_by_slot = x->unit_log = 0;
+	x->lay.partition = 0;
+	memset(x->lay.part, 0, sizeof(x->lay.part));
+	x->lay.part_chunks = x->lay.part_first = x->lay.part_last = x->lay.part_mtp = 0;
+}
+
 /* in's entry, emptied where in is new (replacing the one used before
  * last); NULL where in has no profile. */
 static struct times_memo *times_memo(const struct synth_in *in)
 {
 	struct times_memo *e;
+	struct synth_in x;
 	if (!in->hw)
 		return NULL;
+	tm_key(in, &x);
 	for (int i = 0; i < 2; i++) {
 		e = &tmemo[tmemo_last ^ i];
-		if (e->have && memcmp(&e->in, in, sizeof(*in)) == 0 &&
+		if (e->have && memcmp(&e->in, &x, sizeof(x)) == 0 &&
 		    memcmp(&e->hw, in->hw, sizeof(*in->hw)) == 0) {
 			tmemo_last ^= i;
 			return e;
@@ -107,7 +131,7 @@ static struct times_memo *times_memo(const struct synth_in *in)
 	}
 	tmemo_last ^= 1;
 	e = &tmemo[tmemo_last];
-	memcpy(&e->in, in, sizeof(*in));
+	memcpy(&e->in, &x, sizeof(x));
 	memcpy(&e->hw, in->hw, sizeof(*in->hw));
 	e->have = 0;
 	return e;
