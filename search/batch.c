@@ -58,8 +58,6 @@ static uint32_t place_id(struct batch_space *sp, struct imap *at, size_t *cap,
 	return (uint32_t)++sp->nplaces;
 }
 
-/* The chunk's candidates into sp, in order: a pending one as a ref, a
- * rejected one as its index. */
 /* mem kept in sp->mems: its number there (from 1), or 0 where out of
  * memory (its candidate estimates it again). */
 static uint32_t mem_id(struct batch_space *sp, size_t *cap, const struct mem_est *mem)
@@ -71,6 +69,8 @@ static uint32_t mem_id(struct batch_space *sp, size_t *cap, const struct mem_est
 	return (uint32_t)++sp->nmems;
 }
 
+/* The chunk's candidates into sp, in order: a pending one as a ref, a
+ * rejected one as its index. */
 static int keep(struct batch_space *sp, const struct made *mk, int nk, uint64_t i0, size_t *cap,
 		size_t *rcap, size_t *scap, struct imap *at, size_t *pcap, size_t *mcap)
 {
