@@ -31,10 +31,12 @@ static int cmp_analytic(const void *a, const void *b)
 #define ENUM_CHUNK 4096
 struct made {
 	int ok, status, gpus;
-	int placed; /* a pending one's placement in place (sweep_placement) */
+	int placed;  /* a pending one's placement in place (sweep_placement) */
+	int has_mem; /* and its memory (sweep_memory) */
 	double analytic_s, bound_s;
 	char reason[160]; /* the first candidate's only */
 	struct layout place;
+	struct mem_est mem;
 };
 
 /* Placement p's number in sp->places (from 1), added where new (at: by
@@ -56,10 +58,21 @@ static uint32_t place_id(struct batch_space *sp, struct imap *at, size_t *cap,
 	return (uint32_t)++sp->nplaces;
 }
 
+/* mem kept in sp->mems: its number there (from 1), or 0 where out of
+ * memory (its candidate estimates it again). */
+static uint32_t mem_id(struct batch_space *sp, size_t *cap, const struct mem_est *mem)
+{
+	if (sp->nmems >= UINT32_MAX - 1 ||
+	    vec_reserve_((void **)&sp->mems, cap, sp->nmems + 1, sizeof(*sp->mems)))
+		return 0;
+	sp->mems[sp->nmems] = *mem;
+	return (uint32_t)++sp->nmems;
+}
+
 /* The chunk's candidates into sp, in order: a pending one as a ref, a
  * rejected one as its index. */
 static int keep(struct batch_space *sp, const struct made *mk, int nk, uint64_t i0, size_t *cap,
-		size_t *rcap, size_t *scap, struct imap *at, size_t *pcap)
+		size_t *rcap, size_t *scap, struct imap *at, size_t *pcap, size_t *mcap)
 {
 	for (int j = 0; j < nk; j++) {
 		if (!mk[j].ok)
@@ -72,8 +85,12 @@ static int keep(struct batch_space *sp, const struct made *mk, int nk, uint64_t 
 					 sizeof(*sp->order)))
 				return PRISM_ENOMEM;
 			sp->order[sp->norder++] = (struct batch_ref){
-			    (uint32_t)(i0 + (uint64_t)j), mk[j].gpus, mk[j].analytic_s,
-			    mk[j].bound_s, mk[j].placed ? place_id(sp, at, pcap, &mk[j].place) : 0};
+			    (uint32_t)(i0 + (uint64_t)j),
+			    mk[j].gpus,
+			    mk[j].analytic_s,
+			    mk[j].bound_s,
+			    mk[j].placed ? place_id(sp, at, pcap, &mk[j].place) : 0,
+			    mk[j].has_mem ? mem_id(sp, mcap, &mk[j].mem) : 0};
 		} else {
 			if (vec_reserve_((void **)&sp->rejected, rcap, sp->nrejected + 1,
 					 sizeof(*sp->rejected)) ||
@@ -107,6 +124,7 @@ static void make_one(void *ctx, int j, int t)
 	mk[j].bound_s = k.bound_s;
 	mk[j].reason[0] = '\0';
 	mk[j].placed = mk[j].ok && k.status == CS_PENDING && sweep_placement(&k, &mk[j].place);
+	mk[j].has_mem = mk[j].ok && k.status == CS_PENDING && sweep_memory(&k, &mk[j].mem);
 	if (mk[j].ok && J->first == 0)
 		snprintf(mk[j].reason, sizeof(mk[j].reason), "%s", k.reason);
 }
@@ -117,7 +135,7 @@ int batch_space(const struct sweep *sw, struct pool *pool, struct batch_space *s
 		struct prism_err *err)
 {
 	uint64_t total = sweep_count(sw);
-	size_t cap = 0, rcap = 0, scap = 0, pcap = 0;
+	size_t cap = 0, rcap = 0, scap = 0, pcap = 0, mcap = 0;
 	struct made *mk = prism_malloc(ENUM_CHUNK * sizeof(*mk));
 	struct imap at = {0}; /* the placements by their hashes */
 
@@ -131,7 +149,7 @@ int batch_space(const struct sweep *sw, struct pool *pool, struct batch_space *s
 		int nk = total - i0 < ENUM_CHUNK ? (int)(total - i0) : ENUM_CHUNK;
 		struct space_job J = {sw, mk, i0, sp->n};
 		pool_for(pool, nk, 64, 0, make_one, &J);
-		if (keep(sp, mk, nk, i0, &cap, &rcap, &scap, &at, &pcap)) {
+		if (keep(sp, mk, nk, i0, &cap, &rcap, &scap, &at, &pcap, &mcap)) {
 			free(mk);
 			imap_release(&at);
 			batch_space_release(sp);
@@ -252,6 +270,9 @@ void batch_space_release(struct batch_space *sp)
 	free(sp->places);
 	sp->places = NULL;
 	sp->nplaces = 0;
+	free(sp->mems);
+	sp->mems = NULL;
+	sp->nmems = 0;
 	sp->order = NULL;
 	sp->rejected = NULL;
 	sp->rejected_status = NULL;
@@ -302,6 +323,7 @@ struct make_job {
 	const struct sweep *sw;
 	const struct batch_ref *refs;
 	const struct layout *places;
+	const struct mem_est *mems;
 	struct cand *batch;
 };
 
@@ -314,7 +336,8 @@ static void make_cand(void *ctx, int i, int t)
 	struct cand *k = &J->batch[i];
 	if (J->places && r->place > 0)
 		sweep_candidate_placed(J->sw, r->index, r->analytic_s, r->bound_s,
-				       &J->places[r->place - 1], k);
+				       &J->places[r->place - 1],
+				       J->mems && r->mem > 0 ? &J->mems[r->mem - 1] : NULL, k);
 	else
 		sweep_candidate_pending(J->sw, r->index, r->analytic_s, r->bound_s, k);
 	k->index = r->index;
@@ -332,10 +355,10 @@ static void key_cand(void *ctx, int i, int t)
 }
 
 void batch_make(const struct sweep *sw, struct pool *pool, const struct batch_ref *refs, int n,
-		const struct layout *places, int mode, struct batch_best *best, struct cand *batch,
-		struct progress *pg)
+		const struct layout *places, const struct mem_est *mems, int mode,
+		struct batch_best *best, struct cand *batch, struct progress *pg)
 {
-	struct make_job J = {sw, refs, places, batch};
+	struct make_job J = {sw, refs, places, mems, batch};
 	/* The best times change only between batches, so the threads make the
 	 * candidates. */
 	pool_for(pool, n, 1, 0, make_cand, &J);

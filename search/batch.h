@@ -55,6 +55,7 @@ struct batch_ref {
 	int gpus;
 	double analytic_s, bound_s;
 	uint32_t place; /* its placement, places[place - 1] (0: made again) */
+	uint32_t mem;	/* its memory, mems[mem - 1] (0: estimated again) */
 };
 
 struct batch_space {
@@ -66,6 +67,12 @@ struct batch_space {
 	 * the head per candidate (a balanced partition). */
 	struct layout *places;
 	size_t nplaces;
+	/* Each pending candidate's memory as the judging estimated it
+	 * (sweep_memory), in the sweep's order: estimating it again when
+	 * its batch comes was a walk of every stage's schedule a candidate,
+	 * against 160 bytes kept. */
+	struct mem_est *mems;
+	size_t nmems;
 	uint32_t *rejected;	  /* invalid or out of memory: their indices */
 	uint8_t *rejected_status; /* and their status (CS_INVALID, CS_OOM) */
 	size_t nrejected;
@@ -123,13 +130,13 @@ void batch_best_add(struct batch_best *b, const struct cand *c, int n);
 void batch_screen(struct cand *k, int mode, double best, double margin);
 
 /* refs[0..n) made into batch[0..n) by the pool's threads (their
- * placements from places, batch_space's, where they have one; NULL: each
- * made again) and screened (mode, best, sw's margin), those left to
+ * placements from places and their memory from mems, batch_space's, where
+ * they have them; NULL: each made again) and screened (mode, best, sw's margin), those left to
  * simulate given their canonical keys (sweep_canon_key; the others 0);
  * each screened one counted on pg where not NULL. */
 void batch_make(const struct sweep *sw, struct pool *pool, const struct batch_ref *refs, int n,
-		const struct layout *places, int mode, struct batch_best *best, struct cand *batch,
-		struct progress *pg);
+		const struct layout *places, const struct mem_est *mems, int mode,
+		struct batch_best *best, struct cand *batch, struct progress *pg);
 
 /* The relative cost of simulating k: its pipeline units up to the few
  * microbatches its steady state is drawn through (sim/eval/hier.h). */

@@ -637,8 +637,8 @@ static int run_batches(struct run *R, int threads, struct progress *pg, struct p
 			rc = writer_put(W, 0, err);
 			goto fail;
 		}
-		batch_make(&R->sw, R->pool, R->sp.order + at, nb, R->sp.places, R->mode, &R->best,
-			   batch, pg);
+		batch_make(&R->sw, R->pool, R->sp.order + at, nb, R->sp.places, R->sp.mems, R->mode,
+			   &R->best, batch, pg);
 		at += (size_t)nb;
 		shard_deal(&R->sh, batch, nb, owner);
 		batch_simulate_twins(&R->sw, R->pool, batch, nb, owner, R->sh.rank, tn, work, pg,

@@ -1112,8 +1112,16 @@ int sweep_placement(const struct cand *c, struct layout *p)
 	return 1;
 }
 
+int sweep_memory(const struct cand *c, struct mem_est *m)
+{
+	if (c->placed.pp <= 0)
+		return 0;
+	*m = c->p.mem;
+	return 1;
+}
+
 int sweep_candidate_placed(const struct sweep *s, uint64_t index, double analytic_s, double bound_s,
-			   const struct layout *p, struct cand *c)
+			   const struct layout *p, const struct mem_est *mem, struct cand *c)
 {
 	if (s->bl.pb.kind == PB_TRACE)
 		return sweep_candidate_pending(s, index, analytic_s, bound_s, c);
@@ -1121,7 +1129,10 @@ int sweep_candidate_placed(const struct sweep *s, uint64_t index, double analyti
 		return 1;
 	memcpy(&c->placed, &c->in.lay, sizeof(c->placed));
 	place_fields(&c->placed, p);
-	mem_estimate(&c->in.m, &c->placed, c->in.hw, &c->p.mem);
+	if (mem)
+		c->p.mem = *mem;
+	else
+		mem_estimate(&c->in.m, &c->placed, c->in.hw, &c->p.mem);
 	c->analytic_s = analytic_s;
 	c->bound_s = bound_s;
 	return 0;

@@ -201,9 +201,16 @@ int sweep_candidate_pending(const struct sweep *s, uint64_t index, double analyt
 int sweep_placement(const struct cand *c, struct layout *p);
 
 /* sweep_candidate_pending with its placement's fields given (p, from
- * sweep_placement of the same candidate): the placement not made again. */
+ * sweep_placement of the same candidate): the placement not made again;
+ * and its memory where mem is not NULL (the judging's, sweep_memory's of
+ * the same candidate), else estimated again. */
 int sweep_candidate_placed(const struct sweep *s, uint64_t index, double analytic_s, double bound_s,
-			   const struct layout *p, struct cand *c);
+			   const struct layout *p, const struct mem_est *mem, struct cand *c);
+
+/* A judged candidate's memory (c->p.mem) into m: 1 where the judging
+ * estimated it (its placement made: sweep_candidate_placed's mem), else
+ * 0 (a plain trace's, or an invalid one's). */
+int sweep_memory(const struct cand *c, struct mem_est *m);
 
 /*
  * Twins: candidates whose simulations are provably one another's, those

@@ -220,7 +220,8 @@ static void run(const struct sweep *sw, const struct batch_space *sp, int mode, 
 	nplan = batch_plan(sp->order, sp->norder, bsize, mode, plan);
 	for (size_t at = 0, k = 0; k < nplan; at += (size_t)plan[k++]) {
 		int nb = plan[k];
-		batch_make(sw, pool, sp->order + at, nb, sp->places, mode, best, batch, NULL);
+		batch_make(sw, pool, sp->order + at, nb, sp->places, sp->mems, mode, best, batch,
+			   NULL);
 		for (int i = 0; i < nb; i++)
 			owner[i] = batch[i].status == CS_PENDING ? 0 : -1;
 		batch_simulate(sw, pool, batch, nb, owner, 0, 2, work, NULL, scr);
@@ -301,7 +302,7 @@ static void test_plan(void **state)
 	(void)state;
 	memset(r, 0, sizeof(r));
 	for (int i = 0; i < 7; i++)
-		r[i] = (struct batch_ref){(uint32_t)i, gp[i], 1.0 + i, 0.5, 0};
+		r[i] = (struct batch_ref){(uint32_t)i, gp[i], 1.0 + i, 0.5, 0, 0};
 	assert_int_equal(batch_plan(r, 7, 4, BATCH_SCREEN, sz), 3);
 	assert_true(sz[0] == 2 && sz[1] == 3 && sz[2] == 2);
 	assert_int_equal(batch_plan(r, 7, 4, BATCH_OPTIMISE, sz), 3);
@@ -311,7 +312,7 @@ static void test_plan(void **state)
 	assert_int_equal(batch_plan(r, 7, 4, BATCH_EXHAUSTIVE, sz), 2);
 	assert_true(sz[0] == 4 && sz[1] == 3);
 	for (int i = 0; i < 10; i++)
-		r[i] = (struct batch_ref){(uint32_t)i, 64, 1.0 + i, 0.5, 0};
+		r[i] = (struct batch_ref){(uint32_t)i, 64, 1.0 + i, 0.5, 0, 0};
 	assert_int_equal(batch_plan(r, 10, 32, BATCH_SCREEN, sz), 4);
 	assert_true(sz[0] == 1 && sz[1] == 2 && sz[2] == 4 && sz[3] == 3);
 	assert_int_equal(batch_plan(r, 10, 2, BATCH_SCREEN, sz), 6);
@@ -620,8 +621,8 @@ static void test_twins(void **state)
 	all = prism_malloc(sp.norder * sizeof(*all));
 	assert_true(a && b && all);
 	for (size_t i = 0; i < sp.norder; i++) {
-		batch_make(&sw, pool, &sp.order[i], 1, sp.places, BATCH_EXHAUSTIVE, &best, &all[i],
-			   NULL);
+		batch_make(&sw, pool, &sp.order[i], 1, sp.places, sp.mems, BATCH_EXHAUSTIVE, &best,
+			   &all[i], NULL);
 		assert_int_equal(all[i].index, sp.order[i].index);
 	}
 	for (size_t i = 0; i < sp.norder; i++) {
@@ -685,15 +686,16 @@ static void test_twins(void **state)
 		for (size_t at = 0; at < sp.norder; at += (size_t)nb) {
 			int n = sp.norder - at < (size_t)nb ? (int)(sp.norder - at) : nb;
 			size_t kept = tw.n;
-			batch_make(&sw, pool, sp.order + at, n, sp.places, BATCH_EXHAUSTIVE, &best,
-				   a, NULL);
-			batch_make(&sw, pool, sp.order + at, n, NULL, BATCH_EXHAUSTIVE, &best2, b,
-				   NULL);
+			batch_make(&sw, pool, sp.order + at, n, sp.places, sp.mems,
+				   BATCH_EXHAUSTIVE, &best, a, NULL);
+			batch_make(&sw, pool, sp.order + at, n, NULL, NULL, BATCH_EXHAUSTIVE,
+				   &best2, b, NULL);
 			for (int i = 0; i < n; i++) {
 				int in_batch = 0, before = 0;
-				/* a's placements from batch_space's table, b's made
-				 * again: the same, and the same memory */
+				/* a's placements and memory from batch_space's
+				 * tables, b's made again: the same */
 				assert_true(sp.order[at + (size_t)i].place > 0);
+				assert_true(sp.order[at + (size_t)i].mem > 0);
 				assert_memory_equal(&a[i].placed, &b[i].placed,
 						    sizeof(a[i].placed));
 				assert_memory_equal(&a[i].p.mem, &b[i].p.mem, sizeof(a[i].p.mem));

@@ -288,6 +288,225 @@ static void test_stage_host_memo(void **state)
 	}
 }
 
+/* What test_host_memo times of variant v (hm_mbs x hm_rc) of a case: a
+ * dense layer's host, an MoE layer's (a dense model's: the dense one's),
+ * each with the gradient adds too (acc), and the embedding's and head's. */
+static const int hm_mbs[] = {1, 2, 4};
+static const int hm_rc[] = {LAYOUT_RECOMPUTE_NONE, LAYOUT_RECOMPUTE_SELECTIVE,
+			    LAYOUT_RECOMPUTE_FULL};
+#define HM_VARIANTS 9 /* hm_mbs x hm_rc */
+struct hm_times {
+	double layer[2][2][2]; /* [moe][acc][fwd, bwd] */
+	struct synth_extra_host eh;
+};
+struct hm_run {
+	int k, v; /* the case, and its variant (-1: all, in order) */
+	struct hm_times t[HM_VARIANTS];
+};
+
+static void hm_variant(struct hm_run *m, int v)
+{
+	struct synth_in in;
+	memo_case(&in, m->k, hm_mbs[v / 3], hm_rc[v % 3]);
+	for (int moe = 0; moe < 2; moe++)
+		for (int acc = 0; acc < 2; acc++) {
+			in.acc_elem_bytes = acc ? 2 : -1;
+			synth_layer_host(&in, moe, &m->t[v].layer[moe][acc][0],
+					 &m->t[v].layer[moe][acc][1]);
+		}
+	in.acc_elem_bytes = -1;
+	synth_extra_host(&in, &m->t[v].eh);
+}
+
+static void *hm_thread(void *arg)
+{
+	struct hm_run *m = arg;
+	if (m->v >= 0)
+		hm_variant(m, m->v);
+	for (int v = 0; m->v < 0 && v < HM_VARIANTS; v++)
+		hm_variant(m, v);
+	return NULL;
+}
+
+/*
+ * The host's dry runs of a layer and of the embedding and head are kept
+ * per thread under a key without the microbatch size and count (the
+ * layer's) or the recomputation and the count (the embedding's and
+ * head's: bound.c hm_find): each case's nine variants run in order on one
+ * thread (the later ones from the memo) give the same bits as each run
+ * alone on a fresh thread.  And the claim the keys rest on, run cold: a
+ * layer's host times are the same at every microbatch size (and move
+ * with the recomputation: a full one launches the forward again), the
+ * embedding's and head's the same under every recomputation.
+ */
+static void test_host_memo(void **state)
+{
+	(void)state;
+	for (int k = 0; k < MEMO_CASES; k++) {
+		static struct hm_run warm, cold[HM_VARIANTS];
+		pthread_t t;
+		warm.k = k;
+		warm.v = -1;
+		assert_int_equal(pthread_create(&t, NULL, hm_thread, &warm), 0);
+		assert_int_equal(pthread_join(t, NULL), 0);
+		for (int v = 0; v < HM_VARIANTS; v++) {
+			cold[v].k = k;
+			cold[v].v = v;
+			assert_int_equal(pthread_create(&t, NULL, hm_thread, &cold[v]), 0);
+			assert_int_equal(pthread_join(t, NULL), 0);
+			assert_memory_equal(&warm.t[v], &cold[v].t[v], sizeof(warm.t[v]));
+		}
+		for (int v = 0; v < HM_VARIANTS; v++) {
+			const struct hm_times *a = &cold[v].t[v], *b = &cold[v % 3].t[v % 3],
+					      *c = &cold[v / 3 * 3].t[v / 3 * 3];
+			assert_true(a->layer[0][0][0] > 0 && a->layer[0][0][1] > 0);
+			assert_memory_equal(a->layer, b->layer, sizeof(a->layer));
+			assert_memory_equal(&a->eh, &c->eh, sizeof(a->eh));
+			assert_true(a->eh.emb_fwd_s > 0 && a->eh.head_bwd_s > 0);
+		}
+		assert_true(cold[2].t[2].layer[0][0][1] > cold[0].t[0].layer[0][0][1]);
+	}
+}
+
+/* test_tp_memo's variant v of case k: tensor parallelism 2, ZeRO 0-3
+ * (v % 4), 1F1B or interleaved over 2 (v / 4 % 2), an even or a balanced
+ * partition (v / 8); sequence parallelism in the odd cases. */
+#define TP_VARIANTS 16
+static void tp_variant(struct synth_in *in, int k, int v)
+{
+	memo_case(in, k, 2, LAYOUT_RECOMPUTE_NONE);
+	in->lay.tp = 2;
+	in->lay.sp = k % 2;
+	in->lay.zero = v % 4;
+	in->lay.schedule = v / 4 % 2 ? LAYOUT_INTERLEAVED : LAYOUT_1F1B;
+	in->lay.vp = v / 4 % 2 ? 2 : 1;
+	in->m.layers = 16;
+	in->lay.partition = v / 8 ? LAYOUT_PART_BALANCED : LAYOUT_PART_GIVEN;
+}
+
+struct tp_run {
+	int k, v; /* the case, and its variant (-1: all, in order) */
+	double t[TP_VARIANTS][2];
+};
+
+static void *tp_thread(void *arg)
+{
+	struct tp_run *m = arg;
+	for (int v = m->v < 0 ? 0 : m->v; v < (m->v < 0 ? TP_VARIANTS : m->v + 1); v++) {
+		struct synth_in in;
+		tp_variant(&in, m->k, v);
+		m->t[v][1] = synth_layer_tp_s(&in, &m->t[v][0]);
+	}
+	return NULL;
+}
+
+/*
+ * A layer's tensor-parallel collectives in the estimate (synth_layer_tp_s)
+ * are kept per thread under a key without the ZeRO stage, the schedule,
+ * its virtual stages and the partition (bound.c hm_find, HM_TP): each
+ * case's sixteen variants run in order on one thread (the later ones from
+ * the memo) give the same bits as each run alone on a fresh thread, and
+ * run cold they are equal: the layer's collectives are its own, whatever
+ * the data-parallel work, the pipeline's order and its stages' layers.
+ */
+static void test_tp_memo(void **state)
+{
+	(void)state;
+	for (int k = 0; k < MEMO_CASES; k++) {
+		static struct tp_run warm, cold[TP_VARIANTS];
+		pthread_t t;
+		warm.k = k;
+		warm.v = -1;
+		assert_int_equal(pthread_create(&t, NULL, tp_thread, &warm), 0);
+		assert_int_equal(pthread_join(t, NULL), 0);
+		for (int v = 0; v < TP_VARIANTS; v++) {
+			cold[v].k = k;
+			cold[v].v = v;
+			assert_int_equal(pthread_create(&t, NULL, tp_thread, &cold[v]), 0);
+			assert_int_equal(pthread_join(t, NULL), 0);
+			assert_memory_equal(warm.t[v], cold[v].t[v], sizeof(warm.t[v]));
+			assert_memory_equal(cold[v].t[v], cold[0].t[0], sizeof(cold[0].t[0]));
+		}
+		assert_true(cold[0].t[0][0] > 0 && cold[0].t[0][1] > cold[0].t[0][0]);
+	}
+}
+
+/* test_times_key's variant v of case k: what the kernel times' key
+ * leaves out (bound.c tm_key) changed -- the partition (even or
+ * balanced), the gradient adds (the framework's, 0, or that value
+ * resolved), the host's costs, the steps, the collectives' efficiency,
+ * the units' folding -- bit by bit of v. */
+#define TK_VARIANTS 16
+static void tk_variant(struct synth_in *in, int k, int v)
+{
+	memo_case(in, k, 2, LAYOUT_RECOMPUTE_NONE);
+	in->m.layers = 16;
+	in->lay.partition = v & 1 ? LAYOUT_PART_BALANCED : LAYOUT_PART_GIVEN;
+	if (v & 2) {
+		double acc = synth_acc_bytes(in->acc_elem_bytes, &in->lay);
+		in->acc_elem_bytes = acc > 0 ? acc : -1;
+	}
+	if (v & 4) {
+		in->cpu_op_s *= 3;
+		in->launch_s *= 2;
+		in->event_s *= 2;
+		in->gpu_lag_s *= 2;
+		in->steps = 3;
+	}
+	if (v & 8) {
+		in->comm_eff = 0.5;
+		in->units = 1;
+		in->no_shapes = 1;
+	}
+}
+
+struct tk_run {
+	int k, v; /* the case, and its variant (-1: all, in order) */
+	double t[TK_VARIANTS][5];
+};
+
+static void *tk_thread(void *arg)
+{
+	struct tk_run *m = arg;
+	for (int v = m->v < 0 ? 0 : m->v; v < (m->v < 0 ? TK_VARIANTS : m->v + 1); v++) {
+		struct synth_in in;
+		tk_variant(&in, m->k, v);
+		synth_layer_times(&in, &m->t[v][0], &m->t[v][1], &m->t[v][2]);
+		synth_extra_times(&in, &m->t[v][3], &m->t[v][4]);
+	}
+	return NULL;
+}
+
+/*
+ * The layer's and the embedding's and head's kernel times are kept under
+ * their input as a kernel-time dry run reads it (bound.c tm_key: the
+ * judging's candidate and the estimate's own input, which differ in the
+ * partition, the gradient adds' spelling and the host's terms, share an
+ * entry): each case's variants run cold on fresh threads are equal, and
+ * run in order on one thread (the later ones from the memo) the same bits.
+ */
+static void test_times_key(void **state)
+{
+	(void)state;
+	for (int k = 0; k < MEMO_CASES; k++) {
+		static struct tk_run warm, cold[TK_VARIANTS];
+		pthread_t t;
+		warm.k = k;
+		warm.v = -1;
+		assert_int_equal(pthread_create(&t, NULL, tk_thread, &warm), 0);
+		assert_int_equal(pthread_join(t, NULL), 0);
+		for (int v = 0; v < TK_VARIANTS; v++) {
+			cold[v].k = k;
+			cold[v].v = v;
+			assert_int_equal(pthread_create(&t, NULL, tk_thread, &cold[v]), 0);
+			assert_int_equal(pthread_join(t, NULL), 0);
+			assert_memory_equal(warm.t[v], cold[v].t[v], sizeof(warm.t[v]));
+			assert_memory_equal(cold[v].t[v], cold[0].t[0], sizeof(cold[0].t[0]));
+		}
+		assert_true(cold[0].t[0][0] > 0 && cold[0].t[0][1] > 0 && cold[0].t[0][4] > 0);
+	}
+}
+
 static struct graph *build(const struct synth_in *in, struct synth_out *so, struct settle_out *st)
 {
 	struct graph *g = NULL;
@@ -7621,6 +7840,9 @@ int main(void)
 	    cmocka_unit_test(test_times_memo),
 	    cmocka_unit_test(test_stage_host_one_pass),
 	    cmocka_unit_test(test_stage_host_memo),
+	    cmocka_unit_test(test_host_memo),
+	    cmocka_unit_test(test_tp_memo),
+	    cmocka_unit_test(test_times_key),
 	    cmocka_unit_test(test_pipeline_bubble),
 	    cmocka_unit_test(test_zb_bubble),
 	    cmocka_unit_test(test_zbv_bubble),

@@ -792,21 +792,109 @@ static void sched_walk(const struct llm *m, const struct layout *l, int s, const
 	}
 }
 
+/* A stage's parameters by their parts (mem_stage's, and
+ * mem_stage_params's alone). */
+struct stage_params {
+	double n;	   /* its layers, the MTP depths' included */
+	double layer;	   /* a layer's (a hybrid model: the largest kind's but E) */
+	double nl;	   /* its layers' (a hybrid model: by their kinds, E apart) */
+	double emb, head;  /* the embedding's, the head's */
+	double nm, md, me; /* MoE layers, and each one's dense and expert parts */
+	double dl, Pd, Pe; /* MoE: the dense layers', all but the experts', theirs */
+	double La;	   /* LoRA: a layer's adapters */
+	double params, train;
+};
+
+static void stage_params(const struct llm *m, const struct layout *l, int s, struct stage_params *o)
+{
+	double t = l->tp, h = m->hidden, V = m->vocab, sq = m->seq;
+	int v = layout_stage_chunks(l), first = s == 0, last = s == layout_head_stage(l);
+	/* The head on the embedding's stage (ZB-V's V) needs no copy of the
+	 * word embedding. */
+	int split = layout_head_stage(l) != 0;
+
+	memset(o, 0, sizeof(*o));
+	o->n = layout_stage_layers(m, l, s);
+	o->layer = llm_layer_params_rank(m, l->tp);
+	o->nl = o->n * o->layer;
+	/* A hybrid model: the stage's layers' parameters by their kinds (nl,
+	 * in place of n x layer), the largest kind's a layer (what ZeRO's
+	 * buffers hold at once). */
+	if (llm_hybrid(m)) {
+		o->nl = 0;
+		o->layer = 0;
+		for (int k = 0; k < LLM_KINDS; k++) {
+			double pk = llm_kind_params_rank(m, k, l->tp);
+			if (k != LLM_KIND_MOE && llm_kind_layers(m, k) > 0 && pk > o->layer)
+				o->layer = pk;
+		}
+		for (int c = 0; c < v; c++) {
+			int l0 = layout_chunk_first(m, l, s, c),
+			    nc = layout_chunk_layers(m, l, s, c);
+			for (int i = l0; i < l0 + nc; i++)
+				if (llm_layer_kind(m, i) != LLM_KIND_MOE) /* (E: md, me) */
+					o->nl +=
+					    llm_kind_params_rank(m, llm_layer_kind(m, i), l->tp);
+		}
+	}
+	if (first)
+		o->emb = V * h / t + (m->rope ? 0 : sq * h);
+	if (last)
+		o->head = 2 * h + (m->untied || split ? V * h / t : 0);
+	/* Multi-token prediction on the last stage (llm.h mtp_layers): each
+	 * depth's layer (the last decoder layer's kind), eh_proj and norms, and
+	 * a copy of the word embedding where the head is untied on another
+	 * stage than the embedding (synth_extra_params). */
+	if (last && m->mtp_layers > 0) {
+		o->n += m->mtp_layers;
+		o->head +=
+		    m->mtp_layers * (2 * h * h / t + 6 * h) + (m->untied && split ? V * h / t : 0);
+	}
+	if (llm_moe_layers(m) > 0) {
+		/* Mixture-of-experts: the experts' layers apart (their
+		 * sharding: mem_stage). */
+		for (int c = 0; c < v; c++)
+			o->nm += layout_chunk_moe(m, l, s, c);
+		if (last && llm_is_moe_layer(m, m->layers - 1))
+			o->nm += m->mtp_layers;
+		mem_moe_layer_params(m, l, &o->md, &o->me);
+		o->dl = llm_hybrid(m) ? o->nl : (o->n - o->nm) * o->layer;
+		o->Pd = o->dl + o->nm * o->md + o->emb + o->head;
+		o->Pe = o->nm * o->me;
+		o->params = o->Pd + o->Pe;
+		o->train = o->params;
+	} else if (layout_lora(l, 0)) {
+		/* LoRA: the base frozen, the adapters trained. */
+		o->La = layout_lora_params(m, l);
+		o->params = o->n * o->layer + o->emb + o->head + o->n * o->La;
+		o->train = o->n * o->La;
+	} else {
+		if (!llm_hybrid(m))
+			o->nl = o->n * o->layer; /* n with the MTP depths' layers */
+		o->params = o->nl + o->emb + o->head;
+		o->train = o->params;
+	}
+}
+
+void mem_stage_params(const struct llm *m, const struct layout *l, int s, double *params,
+		      double *train)
+{
+	struct stage_params sp;
+	stage_params(m, l, s, &sp);
+	*params = sp.params;
+	*train = sp.train;
+}
+
 void mem_stage(const struct llm *m, const struct layout *l, const struct hw_profile *hw, int s,
 	       struct mem_stage *out)
 {
 	double t = l->tp, h = m->hidden, V = m->vocab, sq = m->seq, b = l->mbs;
 	double sl = sq / layout_cp(l); /* the tokens of a sequence on this rank */
-	double sp = l->sp ? t : 1, wb, gb, ob, layer = llm_layer_params_rank(m, l->tp);
-	double n = layout_stage_layers(m, l, s), emb = 0, head = 0, P,
-	       shard = layout_shard_group(l);
+	double sp = l->sp ? t : 1, wb, gb, ob, shard = layout_shard_group(l);
 	double a_layer = mem_act_per_layer(m, l), a_moe = 0, held = 0, peak = 0, units = 0,
 	       peak_units = 0;
 	int v = layout_stage_chunks(l), total = l->microbatches * v, warm = layout_warmup(l, s);
 	int first = s == 0, last = s == layout_head_stage(l), hyb = llm_hybrid(m);
-	/* The head on the embedding's stage (ZB-V's V) needs no copy of the
-	 * word embedding. */
-	int split = layout_head_stage(l) != 0;
 	/* FP8 (or FP4) GEMMs keep quantised copies of each layer weight
 	 * (mem_lowp_weight_bytes a parameter), sharded like the weights. */
 	double qw = mem_lowp_weight_bytes(l, hw);
@@ -815,66 +903,36 @@ void mem_stage(const struct llm *m, const struct layout *l, const struct hw_prof
 	 * parameter (fp8_param_gather, mem_layer_weight_bytes; wb - lw is 0
 	 * otherwise, so qx is qw exactly). */
 	double qx;
-	/* A hybrid model: each kind's activations; the stage's layers'
-	 * parameters by their kinds (nl, in place of n x layer), the largest
-	 * kind's a layer (what ZeRO's buffers hold at once). */
-	double a_kind[LLM_KINDS] = {0}, nl = n * layer;
+	/* A hybrid model: each kind's activations (the parameters by kind:
+	 * stage_params). */
+	double a_kind[LLM_KINDS] = {0};
+	struct stage_params pa;
+	double n, layer, emb, head;
 
 	memset(out, 0, sizeof(*out));
+	stage_params(m, l, s, &pa);
+	n = pa.n, layer = pa.layer, emb = pa.emb, head = pa.head;
 	if (hyb) {
-		nl = 0;
-		layer = 0;
 		a_layer = 0;
 		for (int k = 0; k < LLM_KINDS; k++) {
-			double pk = llm_kind_params_rank(m, k, l->tp);
 			a_kind[k] = mem_act_kind(m, l, k);
-			if (k != LLM_KIND_MOE && llm_kind_layers(m, k) > 0 && pk > layer)
-				layer = pk;
 			if (llm_kind_layers(m, k) > 0 && a_kind[k] > a_layer)
 				a_layer = a_kind[k]; /* the allocator's tensors' size */
-		}
-		for (int c = 0; c < v; c++) {
-			int l0 = layout_chunk_first(m, l, s, c),
-			    nc = layout_chunk_layers(m, l, s, c);
-			for (int i = l0; i < l0 + nc; i++)
-				if (llm_layer_kind(m, i) != LLM_KIND_MOE) /* (E: md, me) */
-					nl += llm_kind_params_rank(m, llm_layer_kind(m, i), l->tp);
 		}
 	}
 	if (llm_moe_layers(m) > 0)
 		a_moe = mem_act_moe_layer(m, l);
 	mem_param_bytes(l, &wb, &gb, &ob);
 	qx = qw - (wb - mem_layer_weight_bytes(l));
-	if (first)
-		emb = V * h / t + (m->rope ? 0 : sq * h);
-	if (last)
-		head = 2 * h + (m->untied || split ? V * h / t : 0);
-	/* Multi-token prediction on the last stage (llm.h mtp_layers): each
-	 * depth's layer (the last decoder layer's kind), eh_proj and norms, and
-	 * a copy of the word embedding where the head is untied on another
-	 * stage than the embedding (synth_extra_params). */
-	if (last && m->mtp_layers > 0) {
-		n += m->mtp_layers;
-		head +=
-		    m->mtp_layers * (2 * h * h / t + 6 * h) + (m->untied && split ? V * h / t : 0);
-	}
+	out->params = pa.params;
+	out->train = pa.train;
 	if (llm_moe_layers(m) > 0) {
 		/* Mixture-of-experts: the experts' share is sharded over the
 		 * expert data-parallel group (Megatron-LM's expert distributed
 		 * optimizer), the rest as a dense model's.  ZeRO-3 and hybrid
 		 * sharding are refused with experts (synth_check). */
-		double nm = 0, md, me, edp = layout_edp(l), Pd, Pe;
-		for (int c = 0; c < v; c++)
-			nm += layout_chunk_moe(m, l, s, c);
-		if (last && llm_is_moe_layer(m, m->layers - 1))
-			nm += m->mtp_layers;
-		mem_moe_layer_params(m, l, &md, &me);
-		double dl = hyb ? nl : (n - nm) * layer; /* the dense layers' */
-		Pd = dl + nm * md + emb + head;
-		Pe = nm * me;
-		out->params = Pd + Pe;
-		out->train = out->params;
-		out->weights = wb * (Pd + Pe) + qx * (dl + nm * (md + me));
+		double md = pa.md, me = pa.me, edp = layout_edp(l), Pd = pa.Pd, Pe = pa.Pe;
+		out->weights = wb * (Pd + Pe) + qx * (pa.dl + pa.nm * (md + me));
 		out->grads =
 		    gb * Pd / (l->zero >= 2 ? shard : 1) + gb * Pe / (l->zero >= 2 ? edp : 1);
 		out->optimizer =
@@ -884,10 +942,7 @@ void mem_stage(const struct llm *m, const struct layout *l, const struct hw_prof
 	} else if (layout_lora(l, 0)) {
 		/* LoRA: the base frozen, held in its weights' dtype; the
 		 * adapters trained (ZeRO-3 is refused, layout_check). */
-		double La = layout_lora_params(m, l);
-		P = n * layer + emb + head;
-		out->params = P + n * La;
-		out->train = n * La;
+		double La = pa.La;
 		out->weights = wb * out->params + qw * n * layer;
 		out->grads = gb * out->train / (l->zero >= 2 ? shard : 1);
 		out->optimizer = ob * out->train / (l->zero >= 1 ? shard : 1);
@@ -900,11 +955,7 @@ void mem_stage(const struct llm *m, const struct layout *l, const struct hw_prof
 				dt.rs_bytes;
 		}
 	} else {
-		if (!hyb)
-			nl = n * layer; /* n with the MTP depths' layers */
-		P = nl + emb + head;
-		out->params = P;
-		out->train = P;
+		double P = pa.params, nl = pa.nl;
 		out->weights = (wb * P + qx * nl) / (l->zero >= 3 ? shard : 1);
 		out->grads = gb * P / (l->zero >= 2 ? shard : 1);
 		out->optimizer = ob * P / (l->zero >= 1 ? shard : 1);

@@ -373,6 +373,11 @@ void mem_opt_traffic(const struct layout *l, struct mem_opt_traffic *t);
 void mem_stage(const struct llm *m, const struct layout *l, const struct hw_profile *hw, int s,
 	       struct mem_stage *out);
 
+/* Stage s's parameters on one GPU and of them those trained, as
+ * mem_stage's params and train: the count alone, without the memory. */
+void mem_stage_params(const struct llm *m, const struct layout *l, int s, double *params,
+		      double *train);
+
 /* Every stage; the one needing the most is reported, with its verdict.  hw
  * may be NULL (then capacity = 0, out of memory). */
 void mem_estimate(const struct llm *m, const struct layout *l, const struct hw_profile *hw,

@@ -901,9 +901,8 @@ static void hybrid_stage(const struct analytic_in *in, const struct terms *T, in
 			 struct stage_est *e)
 {
 	const struct llm *m = &in->m;
-	struct mem_stage ms;
 	double gf = 0, gb = 0, hf = e->ehf + e->hhf, hb = e->ehb + e->hhb, ar = 0, tpc = 0, ne = 0,
-	       md, me, ff, gsf, gh = 0;
+	       md, me, ff, gsf, gh = 0, params, train;
 	for (int ch = 0; ch < layout_stage_chunks(&in->lay); ch++) {
 		int l0 = layout_chunk_first(m, &T->lay, s, ch),
 		    nc = layout_chunk_layers(m, &T->lay, s, ch);
@@ -936,11 +935,11 @@ static void hybrid_stage(const struct analytic_in *in, const struct terms *T, in
 	e->hx[1] = fmax(e->bwd - (e->gs - gsf), hb - (e->gs - e->gf));
 	e->slack = T->mb * (e->slot - hf - hb);
 	e->tp = ar + e->xtp;
-	mem_stage(m, &T->lay, NULL, s, &ms);
+	mem_stage_params(m, &T->lay, s, &params, &train);
 	if (ne > 0)
 		mem_moe_layer_params(m, &T->lay, &md, &me);
 	e->Pe = ne > 0 ? ne * me : 0;
-	e->P = ms.params - e->Pe;
+	e->P = params - e->Pe;
 }
 
 /* A stage of the model's own layers (dense, MoE, with context
@@ -953,8 +952,7 @@ static void layer_stage(const struct analytic_in *in, const struct terms *T, int
 	const struct llm *m = &in->m;
 	const struct layout *l = &in->lay;
 	const struct hw_profile *hw = in->hw;
-	struct mem_stage ms;
-	double n = e->n, nm = e->nm, md, me, slot, tpc = n * T->ar;
+	double n = e->n, nm = e->nm, md, me, slot, tpc = n * T->ar, params, train;
 	if (nm > 0) {
 		/* Without shared experts an MoE layer keeps half the
 		 * tensor-parallel collectives (the attention's). */
@@ -1043,8 +1041,8 @@ static void layer_stage(const struct analytic_in *in, const struct terms *T, int
 	}
 	e->slot = slot;
 	e->tp = n * T->ar + e->xtp;
-	mem_stage(m, &T->lay, NULL, s, &ms);
-	e->P = ms.train - e->Pe;
+	mem_stage_params(m, &T->lay, s, &params, &train);
+	e->P = train - e->Pe;
 }
 
 /* The schedules whose stages hold the model in order (GPipe, 1F1B,

@@ -75,10 +75,12 @@ static void dry_tp_unit(struct ctx *c, struct rankst *rk, const struct synth_in 
  * head several times (synth_partition's balanced placement from each
  * synth_mem_layout -- the memory, the estimate, its stages' host time,
  * the bound -- and the estimate's own terms), each a dry run of some
- * 10,000 instructions.  An entry holds for the input's bytes and its
- * profile's (the dry runs read no more: no kernel database, dry_ctx);
- * two entries, the candidate's input and the estimate's (synth_in_default
- * with the candidate's model, profile and layout), the older replaced.
+ * 10,000 instructions.  An entry holds for the input as the dry runs
+ * read it (tm_key) and its profile's bytes: the candidate's input and the
+ * estimate's (synth_in_default with the candidate's model, profile and
+ * layout) differ only in what they do not read, so the estimate's
+ * placement finds the times the candidate's made; two entries, the older
+ * replaced.  test_synth's test_times_key checks the key against cold runs.
  */
 enum { TM_LAYER = 1, TM_EXTRA = 2 };
 struct times_memo {
@@ -93,16 +95,38 @@ struct times_memo {
 static _Thread_local struct times_memo tmemo[2];
 static _Thread_local int tmemo_last; /* the entry used last */
 
+/* in as a kernel-time dry run reads it (dry_ctx: no kernel database, the
+ * kernels' GPU times alone: no host's cost, no collective priced; the
+ * layer on no stage): those fields cleared, its gradient adds as they
+ * resolve (synth_acc_bytes; none: -1). */
+static void tm_key(const struct synth_in *in, struct synth_in *x)
+{
+	double acc = synth_acc_bytes(in->acc_elem_bytes, &in->lay);
+	*x = *in;
+	x->kdb = NULL;
+	x->steps = 0;
+	x->comm_eff = 0;
+	x->cpu_op_s = x->launch_s = x->gpu_lag_s = x->event_s = 0;
+	x->acc_elem_bytes = acc > 0 ? acc : -1;
+	memset(x->hw_id, 0, sizeof(x->hw_id));
+	x->no_shapes = x->units = x->units_by_slot = x->unit_log = 0;
+	x->lay.partition = 0;
+	memset(x->lay.part, 0, sizeof(x->lay.part));
+	x->lay.part_chunks = x->lay.part_first = x->lay.part_last = x->lay.part_mtp = 0;
+}
+
 /* in's entry, emptied where in is new (replacing the one used before
  * last); NULL where in has no profile. */
 static struct times_memo *times_memo(const struct synth_in *in)
 {
 	struct times_memo *e;
+	struct synth_in x;
 	if (!in->hw)
 		return NULL;
+	tm_key(in, &x);
 	for (int i = 0; i < 2; i++) {
 		e = &tmemo[tmemo_last ^ i];
-		if (e->have && memcmp(&e->in, in, sizeof(*in)) == 0 &&
+		if (e->have && memcmp(&e->in, &x, sizeof(x)) == 0 &&
 		    memcmp(&e->hw, in->hw, sizeof(*in->hw)) == 0) {
 			tmemo_last ^= i;
 			return e;
@@ -110,7 +134,7 @@ static struct times_memo *times_memo(const struct synth_in *in)
 	}
 	tmemo_last ^= 1;
 	e = &tmemo[tmemo_last];
-	memcpy(&e->in, in, sizeof(*in));
+	memcpy(&e->in, &x, sizeof(x));
 	memcpy(&e->hw, in->hw, sizeof(*in->hw));
 	e->have = 0;
 	return e;
@@ -177,7 +201,105 @@ void synth_extra_tp_s(const struct synth_in *in, double emb_s[2], double *head_s
 	*head_s = c.dry_comm_s - emb_s[0] - emb_s[1];
 }
 
+/*
+ * The host's dry runs of a layer (synth_layer_host) and of the embedding
+ * and head (synth_extra_host), and a layer's tensor-parallel collectives
+ * (synth_layer_tp_s), per thread: the estimate runs them for every
+ * candidate it judges.  A layer issues the same collectives of the same
+ * sizes, and its kernels beside them take the same time, whatever the
+ * ZeRO stage (its gathers and reductions are the units', not the
+ * layer's), the schedule with its virtual stages, and the partition (a
+ * dry run's layer is on no stage).  A dry run's host time counts launches and
+ * event calls, and a layer launches the same whatever its microbatch
+ * holds (mbs, and the count it gives: each kernel and collective one
+ * launch, its waits the same), the embedding and head the same whatever
+ * the recomputation (they are never recomputed); the embedding's backward
+ * GPU time (emb_bwd_gpu_s) moves with mbs, so mbs stays in that key.  A
+ * call's result is kept under its layout with those fields cleared, its
+ * gradient adds (acc_elem_bytes) and which call it is, the rest of the
+ * input and the profile compared whole (one per thread: another empties
+ * the memo).  The same layout's variants lie a few hundred candidates
+ * apart in a sweep's order (mbs its third digit), hence 1,024 entries.
+ * test_synth's test_host_memo and test_tp_memo check the claims and the
+ * memo against cold runs.
+ */
+enum { HM_DENSE = 1, HM_MOE, HM_EXTRA, HM_TP };
+#define HOST_MEMO 1024 /* entries, direct-mapped by the key's hash */
+struct host_memo {
+	struct layout lay; /* the key: the input's layout, as hm_find clears it */
+	double acc;	   /* and its acc_elem_bytes (the rest: hm_in) */
+	int what;	   /* HM_ (0: empty) */
+	double out[5];
+};
+static _Thread_local struct host_memo hmemo[HOST_MEMO];
+static _Thread_local struct synth_in hm_in; /* its layout and adds cleared, no profile */
+static _Thread_local struct hw_profile hm_hw;
+
+/* The entry of in for call `what` (*hit: it holds the result), or NULL
+ * where in has no profile. */
+static struct host_memo *hm_find(const struct synth_in *in, int what, int *hit)
+{
+	struct synth_in x = *in;
+	struct host_memo *e;
+	if (!in->hw)
+		return NULL;
+	memset(&x.lay, 0, sizeof(x.lay));
+	x.hw = NULL;
+	x.acc_elem_bytes = 0;
+	if (memcmp(&x, &hm_in, sizeof(x)) != 0 || memcmp(in->hw, &hm_hw, sizeof(hm_hw)) != 0) {
+		hm_in = x;
+		hm_hw = *in->hw;
+		for (int i = 0; i < HOST_MEMO; i++)
+			hmemo[i].what = 0;
+	}
+	x.lay = in->lay;
+	if (what == HM_EXTRA) {
+		x.lay.recompute = 0;
+		x.lay.recompute_modules = 0;
+	} else if (what == HM_TP) {
+		x.lay.zero = 0;
+		x.lay.schedule = 0;
+		x.lay.vp = 0;
+		x.lay.partition = 0;
+		memset(x.lay.part, 0, sizeof(x.lay.part));
+		x.lay.part_chunks = x.lay.part_first = x.lay.part_last = x.lay.part_mtp = 0;
+	} else {
+		x.lay.mbs = 0;
+	}
+	x.lay.microbatches = 0;
+	_Static_assert(sizeof(struct layout) % 8 == 0, "a layout hashed by words");
+	e = &hmemo[(hash_words(HASH_SEED + (uint64_t)what, &x.lay, sizeof(x.lay)) >> 40) %
+		   HOST_MEMO];
+	*hit = e->what == what && e->acc == in->acc_elem_bytes &&
+	       memcmp(&e->lay, &x.lay, sizeof(x.lay)) == 0;
+	if (!*hit) {
+		e->lay = x.lay;
+		e->acc = in->acc_elem_bytes;
+		e->what = 0;
+	}
+	return e;
+}
+
+static void extra_host(const struct synth_in *in, struct synth_extra_host *h);
+
 void synth_extra_host(const struct synth_in *in, struct synth_extra_host *h)
+{
+	int hit;
+	struct host_memo *e = hm_find(in, HM_EXTRA, &hit);
+	if (e && hit) {
+		h->emb_fwd_s = e->out[0], h->emb_bwd_s = e->out[1], h->head_fwd_s = e->out[2],
+		h->head_bwd_s = e->out[3], h->emb_bwd_gpu_s = e->out[4];
+		return;
+	}
+	extra_host(in, h);
+	if (e) {
+		e->out[0] = h->emb_fwd_s, e->out[1] = h->emb_bwd_s, e->out[2] = h->head_fwd_s,
+		e->out[3] = h->head_bwd_s, e->out[4] = h->emb_bwd_gpu_s;
+		e->what = HM_EXTRA;
+	}
+}
+
+static void extra_host(const struct synth_in *in, struct synth_extra_host *h)
 {
 	struct ctx c;
 	struct rankst rk;
@@ -357,7 +479,29 @@ void synth_stage_host(const struct synth_in *in, struct synth_stage_host *st)
 		sh_ring[sh_n++ % SH_RING] = st[r];
 }
 
+static double layer_tp_s(const struct synth_in *in, double *fwd_s);
+
 double synth_layer_tp_s(const struct synth_in *in, double *fwd_s)
+{
+	int hit;
+	double f, t;
+	struct host_memo *e = hm_find(in, HM_TP, &hit);
+	if (e && hit) {
+		if (fwd_s)
+			*fwd_s = e->out[0];
+		return e->out[1];
+	}
+	t = layer_tp_s(in, &f);
+	if (fwd_s)
+		*fwd_s = f;
+	if (e) {
+		e->out[0] = f, e->out[1] = t;
+		e->what = HM_TP;
+	}
+	return t;
+}
+
+static double layer_tp_s(const struct synth_in *in, double *fwd_s)
 {
 	struct ctx c;
 	struct rankst rk;
@@ -544,8 +688,17 @@ void synth_kind_layer_host(const struct synth_in *in, int k, double *fwd_s, doub
 
 void synth_layer_host(const struct synth_in *in, int moe, double *fwd_s, double *bwd_s)
 {
-	layer_host(in, LLM_KIND_FULL, moe && llm_moe_layers(&in->m) > 0 ? in->m.layers - 1 : -1,
-		   fwd_s, bwd_s);
+	int hit, what = moe && llm_moe_layers(&in->m) > 0 ? HM_MOE : HM_DENSE;
+	struct host_memo *e = hm_find(in, what, &hit);
+	if (e && hit) {
+		*fwd_s = e->out[0], *bwd_s = e->out[1];
+		return;
+	}
+	layer_host(in, LLM_KIND_FULL, what == HM_MOE ? in->m.layers - 1 : -1, fwd_s, bwd_s);
+	if (e) {
+		e->out[0] = *fwd_s, e->out[1] = *bwd_s;
+		e->what = what;
+	}
 }
 
 /* One layer's W pass (its weight gradients), its attention windowed by
