@@ -1716,24 +1716,25 @@ static void test_stage_memory(void **state)
 	/* Each implementation's buffers at prefetch 4, in layers L (stage 1
 	 * holds 2, P = 2L): Megatron 5 gathered (2 bytes) and its gradient
 	 * buckets as above, 18L - a; DeepSpeed 4 gathered (its prefetch bucket
-	 * of 5e7 parameters holds 3 layers ahead) and its reduce bucket of
-	 * min(5e8, P) bf16 gradients, 8L + 4L = 12L; FSDP1 2 gathered
+	 * of 5e7 parameters holds 3 layers ahead) and its reduce bucket of 5e8
+	 * bf16 gradients, allocated whole however few the stage's (4L until
+	 * 2026-11-28: min(5e8, P)), 8L + 1e9; FSDP1 2 gathered
 	 * (limit_all_gathers) and one bf16 gradient, 6L; FSDP2 5 gathered and
 	 * the all-gather output, and a layer's bf16 gradients with their fp32
 	 * reduce-scatter input, 12L + 6L = 18L. */
 	{
 		static const struct {
 			int impl;
-			double layers, less;
-		} B[] = {{LAYOUT_DP_MEGATRON, 18, 4456448},
-			 {LAYOUT_DP_DEEPSPEED, 12, 0},
+			double layers, plus;
+		} B[] = {{LAYOUT_DP_MEGATRON, 18, -4456448},
+			 {LAYOUT_DP_DEEPSPEED, 8, 1e9},
 			 {LAYOUT_DP_FSDP, 6, 0},
 			 {LAYOUT_DP_FSDP2, 18, 0}};
 		l.prefetch = 4;
 		for (size_t i = 0; i < sizeof(B) / sizeof(B[0]); i++) {
 			l.dp_impl = B[i].impl;
 			mem_stage(&m, &l, &hw, 1, &st);
-			assert_rel_close(st.buffers, B[i].layers * 12596224 - B[i].less, 1e-15);
+			assert_rel_close(st.buffers, B[i].layers * 12596224 + B[i].plus, 1e-15);
 		}
 		l.prefetch = 1;
 		l.dp_impl = LAYOUT_DP_MEGATRON;
@@ -1821,14 +1822,14 @@ static void test_mfsdp_grad_buckets(void **state)
 	assert_rel_close(dt.rs_queue, 0, 1e-15);
 	mem_stage(&m, &l, NULL, 0, &st);
 	assert_rel_close(st.buffers, 128448512, 1e-15);
-	/* DeepSpeed's ZeRO-2 keeps its reduce bucket alone (min(5e8, P) bf16
-	 * gradients), no queue. */
+	/* DeepSpeed's ZeRO-2 keeps its reduce bucket alone, no queue: 5e8 bf16
+	 * gradients, allocated whole (the stage has 1.0e8 parameters). */
 	l.zero = 2;
 	l.dp_impl = LAYOUT_DP_DEEPSPEED;
 	layout_dp_traits(&l, 12596224, 2, 4, &dt);
 	assert_int_equal(dt.rs_fifo, 0);
 	mem_stage(&m, &l, NULL, 0, &st);
-	assert_rel_close(st.buffers, 2 * (8 * 12596224.0 + 1157120), 1e-15);
+	assert_rel_close(st.buffers, 1e9, 1e-15);
 }
 
 static void test_inflight(void **state)

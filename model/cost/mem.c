@@ -1027,10 +1027,7 @@ void mem_stage(const struct llm *m, const struct layout *l, const struct hw_prof
 		if (l->zero == 2 && shard > 1) {
 			struct layout_dp_traits dt;
 			layout_dp_traits(l, La, wb, gb, &dt);
-			out->buffers =
-			    La * dt.rs_buf +
-			    (dt.bucket_params < out->train ? dt.bucket_params : out->train) *
-				dt.rs_bytes;
+			out->buffers = La * dt.rs_buf + dt.bucket_params * dt.rs_bytes;
 		}
 	} else {
 		if (!hyb)
@@ -1044,12 +1041,12 @@ void mem_stage(const struct llm *m, const struct layout *l, const struct hw_prof
 		/* The implementation's buffers (layout_dp_traits): the layers
 		 * gathered at once (prefetched ones, FSDP2's all-gather output
 		 * kept for the next copy-in), one layer's gradients unsharded for
-		 * the reduce-scatter, DeepSpeed's reduce bucket. */
+		 * the reduce-scatter, DeepSpeed's reduce bucket (allocated whole,
+		 * whatever the stage's parameters). */
 		struct layout_dp_traits dt;
 		layout_dp_traits(l, layer, wb, gb, &dt);
 		if (l->zero >= 2 && shard > 1)
-			out->buffers = layer * dt.rs_buf +
-				       (dt.bucket_params < P ? dt.bucket_params : P) * dt.rs_bytes;
+			out->buffers = layer * dt.rs_buf + dt.bucket_params * dt.rs_bytes;
 		if (l->zero >= 3 && shard > 1)
 			out->buffers +=
 			    (dt.prefetch + 1 + dt.ag_extra) * layer * wb + (emb + head) * wb;

@@ -518,7 +518,12 @@ void layout_dp_traits(const struct layout *l, double layer_params, double wb, do
 		 * (__add_grad_to_ipg_bucket), reduce-scattered in the
 		 * communication dtype (the weights', engine.communication_data_type)
 		 * and the rank's partition copied into its fp32 gradient
-		 * (partition_grads). */
+		 * (partition_grads).  The ipg bucket is allocated whole,
+		 * reduce_bucket_size elements of the weights' dtype whatever the
+		 * model's size (contiguous_gradients, its default:
+		 * stage_1_and_2.py setup_buckets and stage3.py's ipg buffer,
+		 * torch.empty(reduce_bucket_size); one, overlap_comm being off by
+		 * default under ZeRO-2 and stage3.py keeping one a dtype). */
 		int cap = layer_params > 0 ? (int)(DS_PREFETCH_BUCKET / layer_params) : t->prefetch;
 		if (cap < 1)
 			cap = 1;
