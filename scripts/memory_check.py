@@ -18,12 +18,14 @@ predicted by `prism synth --json` from the run's shape and layout.
    on 64 GPUs in fp16 mixed precision with Adam, 120, 31.4, 16.6 and 1.9 GB
    for ZeRO 0..3 (K = 12 bytes of optimizer state a parameter).
 3. DeepSpeed's ZeRO-3 estimator as Hugging Face's DeepSpeed guide works it
-   (bigscience/T0_3B on 1 and 2 GPUs): model states per GPU.
+   (bigscience/T0_3B on 1 and 2 GPUs): model states per GPU, run as
+   DeepSpeed's ZeRO-3 (--dp-impl deepspeed).
 4. Megatron-LM SC21 Table 1: every run published ran on 80 GB A100s, so
    each must fit (the layouts of scripts/megatron_table1.py).
 5. torchtitan's published peaks (benchmarks/llama3_h100_202412_torchtitan.md,
    pytorch/torchtitan@b5bcd76: max reserved memory, the most of any GPU), on
-   H100s of 96 GB; FSDP2 keeps fp32 sharded weights (16 bytes a parameter
+   H100s of 96 GB, run as FSDP2 (--dp-impl fsdp2, torchtitan's
+   fully_shard); FSDP2 keeps fp32 sharded weights (16 bytes a parameter
    sharded, against prism's 18) and its selective checkpointing is
    per-op, not Korthikanti's; its tensor parallelism shards the norms on
    the sequence (sequence parallelism).
@@ -142,7 +144,8 @@ def deepspeed(d):
     print("|---:|---:|---:|---:|")
     m = model_file(d, "t0like", layers=43, hidden=2304, heads=18, seq=512, vocab=18000)
     for gpus, pub in ((1, 46.91), (2, 23.58)):
-        j = synth(m, "--hw", "h100-dgx", "--dp", str(gpus), "--zero", "3")
+        j = synth(m, "--hw", "h100-dgx", "--dp", str(gpus), "--zero", "3", "--dp-impl",
+                  "deepspeed")
         pred = (j["memory_weights_bytes"] + j["memory_grads_bytes"] +
                 j["memory_optimizer_bytes"] + j["memory_buffers_bytes"]) / GiB
         print(f"| {gpus} | {pub} | {pred:.2f} | {100 * (pred / pub - 1):+.1f}% |")
@@ -180,15 +183,17 @@ def torchtitan(d):
     print("|---|---|---:|---:|---:|")
     runs = [
         ("1", "8B FSDP 8, local batch 2, selective AC", "llama3-8b", 82.4,
-         ["--dp", "8", "--zero", "3", "--mbs", "2", "--recompute", "selective"]),
+         ["--dp", "8", "--zero", "3", "--dp-impl", "fsdp2", "--mbs", "2", "--recompute",
+          "selective"]),
         ("3", "8B FSDP 128, local batch 2, selective AC", "llama3-8b", 67.0,
-         ["--dp", "128", "--zero", "3", "--mbs", "2", "--recompute", "selective"]),
+         ["--dp", "128", "--zero", "3", "--dp-impl", "fsdp2", "--mbs", "2", "--recompute",
+          "selective"]),
         ("2", "8B FSDP 8, seq 32768, full AC, float8", "llama3-8b", 83.9,
-         ["--dp", "8", "--zero", "3", "--mbs", "1", "--recompute", "full", "--seq", "32768",
-          "--dtype", "fp8"]),
+         ["--dp", "8", "--zero", "3", "--dp-impl", "fsdp2", "--mbs", "1", "--recompute", "full",
+          "--seq", "32768", "--dtype", "fp8"]),
         ("4", "70B FSDP 32 TP 8, local batch 16, full AC, float8", "llama3-70b", 71.9,
-         ["--dp", "32", "--tp", "8", "--sp", "--zero", "3", "--mbs", "16", "--recompute", "full",
-          "--dtype", "fp8"]),
+         ["--dp", "32", "--tp", "8", "--sp", "--zero", "3", "--dp-impl", "fsdp2", "--mbs", "16",
+          "--recompute", "full", "--dtype", "fp8"]),
         # 126 layers on 8 stages: torchtitan's first and last stages hold one
         # fewer (pipeline_parallel_{first,last}_stage_less_layers), as
         # --partition embed-loss does; its interleaved run (stages of 7 and 8

@@ -1722,34 +1722,39 @@ static void test_stage_memory(void **state)
 	assert_false(e.fits);
 	hw.mem_reserve_bytes = 0.5e9;
 	/* ZeRO-3 over the 2 ranks: 1 + 2 + 6 bytes a parameter, and the
-	 * buffers of stage 1: two layers' bf16 weights gathered (prefetch 1)
-	 * and one layer's fp32 gradient, 12,596,224 x (2 x 2 + 4) =
-	 * 100,769,792. */
+	 * buffers of stage 1 (layers L of 12,596,224 parameters, a =
+	 * 4,456,448 bytes of activations each): two layers' bf16 weights
+	 * gathered (prefetch 1), 4L, and Megatron-FSDP's gradient buckets
+	 * (test_mfsdp_grad_buckets): its queue of U = 2L never frees the
+	 * stage's two, the second's allocated once the first's activations
+	 * are freed, 8L - a beyond the peak (the 1F1B steady state's backward
+	 * starts from it): 12L - a = 146,698,240. */
 	l.zero = 3;
 	mem_stage(&m, &l, &hw, 1, &st);
 	assert_rel_close(st.weights + st.grads + st.optimizer, 9 * 25192448.0, 1e-15);
-	assert_rel_close(st.buffers, 100769792, 1e-15);
-	/* Each implementation's buffers at prefetch 4, in layers L of
-	 * 12,596,224 parameters (stage 1 holds 2, P = 2L): Megatron 5 gathered
-	 * (2 bytes) and one fp32 gradient, 14L; DeepSpeed 4 gathered (its
-	 * prefetch bucket of 5e7 parameters holds 3 layers ahead) and its
-	 * reduce bucket of min(5e8, P) bf16 gradients, 8L + 4L = 12L; FSDP1 2
-	 * gathered (limit_all_gathers) and one bf16 gradient, 6L; FSDP2 5
-	 * gathered and the all-gather output, and a layer's bf16 gradients with
-	 * their fp32 reduce-scatter input, 12L + 6L = 18L. */
+	assert_rel_close(st.buffers, 146698240, 1e-15);
+	/* Each implementation's buffers at prefetch 4, in layers L (stage 1
+	 * holds 2, P = 2L): Megatron 5 gathered (2 bytes) and its gradient
+	 * buckets as above, 18L - a; DeepSpeed 4 gathered (its prefetch bucket
+	 * of 5e7 parameters holds 3 layers ahead) and its reduce bucket of 5e8
+	 * bf16 gradients, allocated whole however few the stage's (4L until
+	 * 2026-11-28: min(5e8, P)), 8L + 1e9; FSDP1 2 gathered
+	 * (limit_all_gathers) and one bf16 gradient, 6L; FSDP2 5 gathered and
+	 * the all-gather output, and a layer's bf16 gradients with their fp32
+	 * reduce-scatter input, 12L + 6L = 18L. */
 	{
 		static const struct {
 			int impl;
-			double layers;
-		} B[] = {{LAYOUT_DP_MEGATRON, 14},
-			 {LAYOUT_DP_DEEPSPEED, 12},
-			 {LAYOUT_DP_FSDP, 6},
-			 {LAYOUT_DP_FSDP2, 18}};
+			double layers, plus;
+		} B[] = {{LAYOUT_DP_MEGATRON, 18, -4456448},
+			 {LAYOUT_DP_DEEPSPEED, 8, 1e9},
+			 {LAYOUT_DP_FSDP, 6, 0},
+			 {LAYOUT_DP_FSDP2, 18, 0}};
 		l.prefetch = 4;
 		for (size_t i = 0; i < sizeof(B) / sizeof(B[0]); i++) {
 			l.dp_impl = B[i].impl;
 			mem_stage(&m, &l, &hw, 1, &st);
-			assert_rel_close(st.buffers, B[i].layers * 12596224, 1e-15);
+			assert_rel_close(st.buffers, B[i].layers * 12596224 + B[i].plus, 1e-15);
 		}
 		l.prefetch = 1;
 		l.dp_impl = LAYOUT_DP_MEGATRON;
@@ -1769,6 +1774,82 @@ static void test_stage_memory(void **state)
 	m.untied = 1;
 	mem_stage(&m, &l, &hw, 0, &st);
 	assert_rel_close(st.params, 8 * 12596224.0 + 2 * 1024000 + 131072 + 2048, 1e-15);
+}
+
+/*
+ * Megatron-FSDP's gradient buckets (dp_impl megatron, ZeRO-2 optim_grads
+ * and ZeRO-3 optim_grads_params; layout_dp_traits rs_fifo), by hand on
+ * test_stage_memory's model on one stage (pp 1, dp 2, 1F1B, 8
+ * microbatches): 8 layers of L = 12,596,224 parameters, each freeing a =
+ * 34 s b h = 4,456,448 bytes of activations when its backward is done;
+ * the embedding and the head (V h + s h = 1,155,072 and the final norm's
+ * 2h = 2,048) one parameter group of E = 1,157,120, live from the head's
+ * backward to the embedding's.  A unit's fp32 bucket (4 bytes a
+ * parameter) is allocated as its backward starts; before it is queued the
+ * oldest are freed while the queue exceeds U.  Each backward starts from
+ * the activations' peak (one microbatch), so the buffers gain the most of
+ * (buckets live - activations freed) over the backward.
+ *  - ZeRO-2, U = 1e9 (Megatron-FSDP's default): nothing freed before the
+ *    backward ends; the eighth layer's bucket allocated once seven
+ *    layers' activations are freed: 4 (8L + E) - 7a = 407,707,648 -
+ *    31,195,136 = 376,512,512 (no other buffer: the weights are whole).
+ *  - GPipe holds all eight microbatches when its first backward starts:
+ *    the same excess over its peak.
+ *  - ZeRO-3, prefetch 0: U = 2 x 0 x L, so each bucket is freed as the
+ *    next one's is queued: at most two layers' and E, the second's once
+ *    one layer's activations are freed: 4 (2L + E) - a = 105,398,272 -
+ *    4,456,448 = 100,941,824; with one layer gathered and the embedding
+ *    and head gathered (bf16), 2L + 2E = 27,506,688: 128,448,512.
+ * The step's gradient fill writes the shard only (synth's
+ * grad_buffer_zero; test_synth's test_mfsdp_fill).
+ */
+static void test_mfsdp_grad_buckets(void **state)
+{
+	struct llm m = {.layers = 8,
+			.hidden = 1024,
+			.heads = 16,
+			.ffn = 4096,
+			.seq = 128,
+			.vocab = 1000,
+			.name = ""};
+	struct layout l = {.tp = 1,
+			   .pp = 1,
+			   .dp = 2,
+			   .vp = 1,
+			   .mbs = 1,
+			   .microbatches = 8,
+			   .schedule = LAYOUT_1F1B,
+			   .flash = 1,
+			   .zero = 2,
+			   .dtype = HW_BF16,
+			   .prefetch = 0};
+	struct mem_stage st;
+	struct layout_dp_traits dt;
+	(void)state;
+	layout_dp_traits(&l, 12596224, 2, 4, &dt);
+	assert_int_equal(dt.rs_fifo, 1);
+	assert_rel_close(dt.rs_queue, 1e9, 1e-15);
+	assert_rel_close(dt.rs_out, 12, 1e-15); /* local_grad += reduced_grad */
+	mem_stage(&m, &l, NULL, 0, &st);
+	assert_rel_close(st.grads, 4 * (8 * 12596224.0 + 1157120) / 2, 1e-15);
+	assert_rel_close(st.buffers, 376512512, 1e-15);
+	l.schedule = LAYOUT_GPIPE;
+	mem_stage(&m, &l, NULL, 0, &st);
+	assert_rel_close(st.buffers, 376512512, 1e-15);
+	l.schedule = LAYOUT_1F1B;
+	l.zero = 3;
+	layout_dp_traits(&l, 12596224, 2, 4, &dt);
+	assert_rel_close(dt.rs_queue, 0, 1e-15);
+	mem_stage(&m, &l, NULL, 0, &st);
+	assert_rel_close(st.buffers, 128448512, 1e-15);
+	/* DeepSpeed's ZeRO-2 keeps its reduce bucket alone, no queue: 5e8 bf16
+	 * gradients, allocated whole (the stage has 1.0e8 parameters). */
+	l.zero = 2;
+	l.dp_impl = LAYOUT_DP_DEEPSPEED;
+	layout_dp_traits(&l, 12596224, 2, 4, &dt);
+	assert_int_equal(dt.rs_fifo, 0);
+	mem_stage(&m, &l, NULL, 0, &st);
+	assert_rel_close(st.buffers, 1e9, 1e-15);
 }
 
 static void test_inflight(void **state)
@@ -3822,6 +3903,7 @@ int main(void)
 	    cmocka_unit_test(test_alloc_reserved),
 	    cmocka_unit_test(test_verdict),
 	    cmocka_unit_test(test_stage_memory),
+	    cmocka_unit_test(test_mfsdp_grad_buckets),
 	    cmocka_unit_test(test_inflight),
 	    cmocka_unit_test(test_analytic_small),
 	    cmocka_unit_test(test_analytic_zero3_tp),

@@ -1453,13 +1453,15 @@ static void test_extrapolate(void **state)
 			same_prediction(&hier, &full);
 		}
 	}
-	/* the last eight cases but GPipe's (declined, issue 38), the
-	 * interleaved one at 64 and the interleaved tp 2 sp one at 48
-	 * (declined from the output layer's gathers until the embedding's
-	 * own kernels, docs/MODEL.md "The embedding's own kernels", which took stage
-	 * 0's host further from the step's: taken again; the tp 4 sp 1F1B
-	 * one at 64, either, now declines) */
-	assert_int_equal(past_half, 8);
+	/* the last eight cases but GPipe's (declined, issue 38) and the
+	 * interleaved tp 2 sp one at 48, and the interleaved one at 64 (the
+	 * tp 2 sp one at 48, ZeRO-2, either: declined from the output layer's
+	 * gathers until the embedding's own kernels, docs/MODEL.md "The
+	 * embedding's own kernels", which took stage 0's host further from the
+	 * step's, taken again, and declined again since Megatron-FSDP adds each
+	 * reduced shard into its sharded buffer on the DP stream, every
+	 * microbatch; the tp 4 sp 1F1B one at 64, either, now declines) */
+	assert_int_equal(past_half, 7);
 }
 
 /* GPT-3 1.3B on h100-dgx as shipped: pp 2, dp 32, 16 microbatches of 1, GPipe. */
@@ -2468,9 +2470,10 @@ static void test_canonical(void **state)
 	     0, 10, 1, 1, LAYOUT_DP_MEGATRON, 0, 1000, NULL},
 	    {1, 0, 0, 1, 4, 1, 2, 0, 1, 1, LAYOUT_RECOMPUTE_NONE, HW_BF16, LAYOUT_EXEC_EAGER,
 	     0, 0, 0, 1, LAYOUT_DP_DEEPSPEED, 0, 1000, NULL},
-	    /* one stage, the model's own vocabulary */
+	    /* one stage, the model's own vocabulary (DeepSpeed's: ZeRO-1 and 2
+	     * twins; Megatron-FSDP's ZeRO-2 adds each reduced shard) */
 	    {2, 1, 0, 1, 4, 1, 1, 0, 1, 1, LAYOUT_RECOMPUTE_NONE, HW_BF16, LAYOUT_EXEC_EAGER,
-	     0, 0, 0, 1, LAYOUT_DP_MEGATRON, 0, 0, NULL},
+	     0, 0, 0, 1, LAYOUT_DP_DEEPSPEED, 0, 0, NULL},
 	    /* 64 microbatches: the line through points */
 	    {1, 0, 0, 2, 1, 64, 0, 0, 1, 1, LAYOUT_RECOMPUTE_NONE, HW_BF16, LAYOUT_EXEC_EAGER,
 	     0, 0, 0, 1, LAYOUT_DP_MEGATRON, 0, 0, NULL},
@@ -2596,7 +2599,9 @@ static void test_canonical(void **state)
 	}
 	print_message("merged: partition %d, schedule %d, zero %d; one knob apart %d\n", merged[0],
 		      merged[1], merged[2], apart);
-	assert_true(merged[0] >= 10 && merged[1] >= 10 && merged[2] >= 10);
+	/* ZeRO-1 and 2 merge under DeepSpeed alone (its two one-stage cases,
+	 * 4 pairs each); Megatron-FSDP's are one knob apart */
+	assert_true(merged[0] >= 10 && merged[1] >= 10 && merged[2] >= 8);
 	assert_true(lines >= 1); /* a balanced partition placed evenly, on the line */
 	assert_true(apart >= 4);
 }

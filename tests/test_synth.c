@@ -2434,10 +2434,14 @@ static void test_fit_scales(void **state)
  *    previous layer's compute and the compute for it: every forward layer
  *    but the first waits t_ag more, every backward layer but the first
  *    t_rs + t_ag more (its gather queues behind the previous layer's
- *    reduce-scatter on the one NCCL stream).  With prefetch 1 the next
- *    layer's gather runs beside the compute and hides (t_ag < a layer's
- *    forward, t_rs + t_ag < its backward).  So prefetch 0 takes (l - 1)
- *    (2 t_ag + t_rs) = 3 x 111.9664 = 335.8993 us longer a step.
+ *    reduce-scatter on the one NCCL stream, and behind Megatron-FSDP's
+ *    add of the reduced shard into the sharded buffer after it, t_add:
+ *    12 bytes a sharded parameter at the kernel model's elementwise rate,
+ *    layout_dp_traits rs_out).  With prefetch 1 the next layer's gather
+ *    runs beside the compute and hides (t_ag < a layer's forward, t_rs +
+ *    t_add + t_ag < its backward).  So prefetch 0 takes (l - 1) (2 t_ag +
+ *    t_rs + t_add) longer a step (3 x 111.9664 = 335.8993 us before the
+ *    add).
  */
 static void test_zero3_layer(void **state)
 {
@@ -2488,7 +2492,9 @@ static void test_zero3_layer(void **state)
 	}
 	print_message("zero-3 step: prefetch 0 %.3f ms, prefetch 1 %.3f ms\n", st[0].iter_s * 1e3,
 		      st[1].iter_s * 1e3);
-	assert_rel_close(st[0].iter_s - st[1].iter_s, 3 * (2 * t_ag + t_rs), 1e-4);
+	assert_rel_close(st[0].iter_s - st[1].iter_s,
+			 3 * (2 * t_ag + t_rs + kperf_mem_s(&g, HW_MEM_ELEMENTWISE, 12 * P / 2)),
+			 1e-4);
 }
 
 /*
@@ -2535,6 +2541,41 @@ static int kind_count(const struct graph *g, const char *name, double bytes, int
 	return match;
 }
 
+/*
+ * The step's gradient fill (step.c grad_buffer_zero) under Megatron-LM's
+ * ZeRO-1 and Megatron-FSDP's ZeRO-2/3 (dp_impl megatron), the small GPT
+ * (layers of P = 12,596,224 parameters) over dp 2: the distributed
+ * optimizer zeroes its whole contiguous buffer, 4 P bytes a layer
+ * (_ParamAndGradBuffer.reset); Megatron-FSDP's zero_grad its sharded main
+ * gradient buffer, 4 P / 2 (ParamAndGradBuffer.zero_grad:
+ * main_grad_buffer.data), under ZeRO-3 as under ZeRO-2 (none was filled
+ * under ZeRO-3 before, a ZeRO-2 layer 4 P).  One fill a layer and the
+ * embedding's and the head's, each at the kernel model's time for its
+ * bytes (kind_count).
+ */
+static void test_mfsdp_fill(void **state)
+{
+	const double P = 12596224;
+	(void)state;
+	for (int zero = 1; zero <= 3; zero++) {
+		struct synth_in in;
+		struct synth_out so;
+		struct settle_out st;
+		struct graph *gr;
+		int n;
+		small(&in);
+		in.lay.dp = 2;
+		in.lay.zero = zero;
+		gr = build(&in, &so, &st);
+		assert_int_equal(kind_count(gr, "vectorized_elementwise_kernel<fill> (grad buffer)",
+					    4 * P / (zero >= 2 ? 2 : 1), &n),
+				 in.m.layers);
+		assert_int_equal(n, in.m.layers + 2);
+		synth_out_release(&so);
+		graph_free(gr);
+	}
+}
+
 static void test_zero3_impls(void **state)
 {
 	const double P = 12596224;
@@ -2544,7 +2585,7 @@ static void test_zero3_impls(void **state)
 		int impl;
 		double ag_in, ag_out, rs_in, rs_out, rb;
 	} T[] = {
-	    {LAYOUT_DP_MEGATRON, 0, 0, 0, 0, 4},
+	    {LAYOUT_DP_MEGATRON, 0, 0, 0, 12, 4}, /* Megatron-FSDP's shard add */
 	    {LAYOUT_DP_DEEPSPEED, 0, 0, 4, 6, 2},
 	    {LAYOUT_DP_FSDP, 6, 0, 0, 6, 2},
 	    {LAYOUT_DP_FSDP2, 6, 4, 6, 0, 4},
@@ -7865,6 +7906,7 @@ int main(void)
 	    cmocka_unit_test(test_bf16_optimizer_adds),
 	    cmocka_unit_test(test_zero3_layer),
 	    cmocka_unit_test(test_zero3_impls),
+	    cmocka_unit_test(test_mfsdp_fill),
 	    cmocka_unit_test(test_unfused_attention),
 	    cmocka_unit_test(test_moe_counts),
 	    cmocka_unit_test(test_moe_all_to_all),

@@ -548,7 +548,46 @@ static double stage_reserve(const struct llm *m, const struct layout *l, const s
  * most and then, the units (chunk microbatches) held, the logits held. */
 struct held {
 	double held, peak, units, peak_units, held_lg, logits;
+	/* Megatron-FSDP's gradient buckets (gk: each chunk's, fsdp_grad_top;
+	 * NULL: none): the most held with them at a backward, gtop. */
+	const double *gk;
+	double gtop;
 };
+
+/* Megatron-FSDP's unsharded gradient buckets over one backward of a model
+ * chunk (layout_dp_traits rs_fifo; megatron_fsdp.py, param_and_grad_buffer.py
+ * GradReducePipeline): each unit's (a layer's: its FSDP unit is the
+ * TransformerLayer) bucket of gb a parameter is allocated as its backward
+ * starts (main_grad_getter: fetch_bucket), reduce-scattered as it completes
+ * and queued; before a unit's is queued the oldest are freed while the
+ * queued exceed U parameters (wait_for_previous_grad_reduce), and the
+ * backward's end frees the rest (reset).  The parameters of no unit (the
+ * embedding, the head and the final norm) are one group (_get_parameter_groups:
+ * no bucket size by default): where it holds the embedding and the head its
+ * bucket lives from the head's backward to the embedding's.  n layers of lp
+ * parameters, each freeing a of activations once its backward is done.
+ * Returns the most, over the backward, of the buckets live less the
+ * activations freed. */
+static double fsdp_grad_top(int n, double lp, double a, double head, double emb, double U,
+			    double gb)
+{
+	double pend = head > 0 && emb > 0 ? head + emb : 0, q = 0, freed = 0, top = 0;
+	int hd = head > 0 && pend == 0, cnt = hd + n + (emb > 0 && pend == 0), f = 0;
+	for (int k = 0; k < cnt; k++) {
+		double sz = hd && k == 0 ? head : k - hd < n ? lp : emb;
+		double live = (q + pend + sz) * gb - freed;
+		if (live > top)
+			top = live;
+		while (q > U && f < k) {
+			q -= hd && f == 0 ? head : f - hd < n ? lp : emb;
+			f++;
+		}
+		q += sz;
+		if (k >= hd && k - hd < n)
+			freed += a;
+	}
+	return top;
+}
 
 /* A zero-bubble stage's passes (layout_zb_next; ZB-V's and DualPipeV's of
  * its two chunks): F adds the chunk's activations, B frees all but what W
@@ -766,6 +805,8 @@ static void sched_walk(const struct llm *m, const struct layout *l, int s, const
 			    (hd->held > hd->held + in_f - out_b ? hd->held
 								: hd->held + in_f - out_b) +
 			    lay;
+			if (hd->gk && top - lay + hd->gk[cb] > hd->gtop)
+				hd->gtop = top - lay + hd->gk[cb];
 			hd->held += in_f - out_b;
 			hd->held_lg += (ch == v - 1 ? lg : 0) - (cb == v - 1 ? lg : 0);
 			if (top > hd->peak) {
@@ -785,11 +826,96 @@ static void sched_walk(const struct llm *m, const struct layout *l, int s, const
 		}
 		if (i >= warm) {
 			layout_unit_of(l->pp, v, kb++, 0, &mb, &ch);
+			if (hd->gk && hd->held + hd->gk[ch] > hd->gtop)
+				hd->gtop = hd->held + hd->gk[ch];
 			hd->held -= unit[ch];
 			hd->held_lg -= ch == v - 1 ? lg : 0;
 			hd->units--;
 		}
 	}
+	/* No backward before the last forward (GPipe, or a warm-up of every
+	 * unit): the first backwards, from all that is held. */
+	for (int j = 0; hd->gk && kb == 0 && j < v && j < total; j++) {
+		int ch, mb;
+		layout_unit_of(l->pp, v, j, 0, &mb, &ch);
+		if (hd->held + hd->gk[ch] > hd->gtop)
+			hd->gtop = hd->held + hd->gk[ch];
+		hd->held -= unit[ch];
+	}
+}
+
+/* A stage's schedule, walked (sched_walk; the zero-bubble ones' passes,
+ * zb_walk): what it holds after each forward (the backwards after the
+ * last forward only free) -- its activations' peak, the microbatches then
+ * held, the logits -- and where gk gives Megatron-FSDP's gradient buckets
+ * (fsdp_grad_top, a chunk's; NULL: none) what they hold beyond that peak,
+ * added to the buffers.  a_kind: a hybrid model's activations by kind
+ * (NULL: a_layer and a_moe). */
+static void stage_walk(const struct llm *m, const struct layout *l, int s, const double *a_kind,
+		       double a_layer, double a_moe, const double *gk, struct mem_stage *out)
+{
+	double t = l->tp, h = m->hidden, V = m->vocab, b = l->mbs;
+	double sl = (double)m->seq / layout_cp(l), sp = l->sp ? t : 1;
+	double held = 0, peak = 0, units = 0, peak_units = 0;
+	int v = layout_stage_chunks(l), total = l->microbatches * v, warm = layout_warmup(l, s);
+	int first = s == 0, last = s == layout_head_stage(l);
+	double mask = first && layout_dropout(l) ? sl * b * h / sp : 0;
+	double lg = last ? 4 * sl * b * V / t : 0, tail = last ? 4 * sl * b * h / sp : 0;
+	double held_lg = 0;
+	/* Activation offloading: a microbatch's offloaded layers leave
+	 * the stage once its forward is done.  Transformer Engine's
+	 * schedule frees layer i before layer L - N + i's forward and
+	 * loads it back after layer L - 1 - N + i's backward has begun, so
+	 * that a microbatch holds L - N layers at its most (the docstring
+	 * of get_cpu_offload_context: (num_layers - num_offloaded_layers)
+	 * x T) and no copy buffer beyond them.  Only with pp 1 and no
+	 * vp (layout_check): one chunk. */
+	double off[LAYOUT_MAX_VP] = {0};
+	for (int c = 0; c < v && l->offload_layers > 0; c++)
+		off[c] = chunk_offloaded(m, l, s, c, a_layer, a_moe);
+	/* Each MTP depth holds its layer's activations, its final norm's
+	 * input and fp32 logits as the main head's, and its embedding,
+	 * enorm and hnorm outputs and their concatenation (bf16, 4h a
+	 * token). */
+	if (last && m->mtp_layers > 0) {
+		double a = llm_is_moe_layer(m, m->layers - 1) ? a_moe : a_layer;
+		tail += m->mtp_layers * (a + tail + 8 * sl * b * h / sp);
+		lg *= 1 + m->mtp_layers;
+	}
+	double gtop = 0;
+	if (layout_zb(l->schedule)) {
+		struct held hd = {held, peak, units, peak_units, held_lg, out->logits, NULL, 0};
+		zb_walk(m, l, s, a_kind, a_layer, a_moe, mask, tail, lg,
+			2 * sl * b * (h / sp + V / t), &hd);
+		held = hd.held;
+		peak = hd.peak;
+		units = hd.units;
+		peak_units = hd.peak_units;
+		held_lg = hd.held_lg;
+		out->logits = hd.logits;
+		total = 0;
+		/* Its B and W passes not walked for them: the buckets
+		 * beside the peak (the most of any chunk). */
+		for (int c = 0; gk && c < v; c++)
+			if (peak + gk[c] > gtop)
+				gtop = peak + gk[c];
+	}
+	{
+		struct held hd = {held, peak, units, peak_units, held_lg, out->logits, NULL, 0};
+		hd.gk = gk;
+		hd.gtop = gtop;
+		sched_walk(m, l, s, a_kind, a_layer, a_moe, mask, tail, lg, off, warm, total, &hd);
+		peak = hd.peak;
+		peak_units = hd.peak_units;
+		out->logits = hd.logits;
+		gtop = hd.gtop;
+	}
+	out->activations = peak;
+	/* Megatron-FSDP's gradient buckets: what they hold beyond the
+	 * activations' peak. */
+	if (gtop > peak)
+		out->buffers += gtop - peak;
+	out->inflight = peak_units / v;
 }
 
 /* A stage's parameters by their parts (mem_stage's, and
@@ -888,12 +1014,9 @@ void mem_stage_params(const struct llm *m, const struct layout *l, int s, double
 void mem_stage(const struct llm *m, const struct layout *l, const struct hw_profile *hw, int s,
 	       struct mem_stage *out)
 {
-	double t = l->tp, h = m->hidden, V = m->vocab, sq = m->seq, b = l->mbs;
-	double sl = sq / layout_cp(l); /* the tokens of a sequence on this rank */
-	double sp = l->sp ? t : 1, wb, gb, ob, shard = layout_shard_group(l);
-	double a_layer = mem_act_per_layer(m, l), a_moe = 0, held = 0, peak = 0, units = 0,
-	       peak_units = 0;
-	int v = layout_stage_chunks(l), total = l->microbatches * v, warm = layout_warmup(l, s);
+	double wb, gb, ob, shard = layout_shard_group(l);
+	double a_layer = mem_act_per_layer(m, l), a_moe = 0;
+	int v = layout_stage_chunks(l);
 	int first = s == 0, last = s == layout_head_stage(l), hyb = llm_hybrid(m);
 	/* FP8 (or FP4) GEMMs keep quantised copies of each layer weight
 	 * (mem_lowp_weight_bytes a parameter), sharded like the weights. */
@@ -908,6 +1031,10 @@ void mem_stage(const struct llm *m, const struct layout *l, const struct hw_prof
 	double a_kind[LLM_KINDS] = {0};
 	struct stage_params pa;
 	double n, layer, emb, head;
+	/* Megatron-FSDP's gradient buckets (layout_dp_traits rs_fifo): each
+	 * chunk's most beyond the activations a backward frees (gk). */
+	int fifo;
+	double rs_queue, gk[LAYOUT_MAX_VP] = {0};
 
 	memset(out, 0, sizeof(*out));
 	stage_params(m, l, s, &pa);
@@ -926,6 +1053,12 @@ void mem_stage(const struct llm *m, const struct layout *l, const struct hw_prof
 	qx = qw - (wb - mem_layer_weight_bytes(l));
 	out->params = pa.params;
 	out->train = pa.train;
+	{
+		struct layout_dp_traits gt;
+		layout_dp_traits(l, layer, wb, gb, &gt);
+		fifo = gt.rs_fifo && l->zero >= 2 && shard > 1;
+		rs_queue = gt.rs_queue;
+	}
 	if (llm_moe_layers(m) > 0) {
 		/* Mixture-of-experts: the experts' share is sharded over the
 		 * expert data-parallel group (Megatron-LM's expert distributed
@@ -937,7 +1070,7 @@ void mem_stage(const struct llm *m, const struct layout *l, const struct hw_prof
 		    gb * Pd / (l->zero >= 2 ? shard : 1) + gb * Pe / (l->zero >= 2 ? edp : 1);
 		out->optimizer =
 		    ob * Pd / (l->zero >= 1 ? shard : 1) + ob * Pe / (l->zero >= 1 ? edp : 1);
-		if (l->zero == 2 && shard > 1)
+		if (l->zero == 2 && shard > 1 && !fifo)
 			out->buffers = (layer > md + me ? layer : md + me) * gb;
 	} else if (layout_lora(l, 0)) {
 		/* LoRA: the base frozen, held in its weights' dtype; the
@@ -949,10 +1082,7 @@ void mem_stage(const struct llm *m, const struct layout *l, const struct hw_prof
 		if (l->zero == 2 && shard > 1) {
 			struct layout_dp_traits dt;
 			layout_dp_traits(l, La, wb, gb, &dt);
-			out->buffers =
-			    La * dt.rs_buf +
-			    (dt.bucket_params < out->train ? dt.bucket_params : out->train) *
-				dt.rs_bytes;
+			out->buffers = La * dt.rs_buf + dt.bucket_params * dt.rs_bytes;
 		}
 	} else {
 		double P = pa.params, nl = pa.nl;
@@ -962,66 +1092,38 @@ void mem_stage(const struct llm *m, const struct layout *l, const struct hw_prof
 		/* The implementation's buffers (layout_dp_traits): the layers
 		 * gathered at once (prefetched ones, FSDP2's all-gather output
 		 * kept for the next copy-in), one layer's gradients unsharded for
-		 * the reduce-scatter, DeepSpeed's reduce bucket. */
+		 * the reduce-scatter, DeepSpeed's reduce bucket (allocated whole,
+		 * whatever the stage's parameters). */
 		struct layout_dp_traits dt;
 		layout_dp_traits(l, layer, wb, gb, &dt);
 		if (l->zero >= 2 && shard > 1)
-			out->buffers = layer * dt.rs_buf +
-				       (dt.bucket_params < P ? dt.bucket_params : P) * dt.rs_bytes;
+			out->buffers = layer * dt.rs_buf + dt.bucket_params * dt.rs_bytes;
 		if (l->zero >= 3 && shard > 1)
 			out->buffers +=
 			    (dt.prefetch + 1 + dt.ag_extra) * layer * wb + (emb + head) * wb;
 	}
 
-	/* The schedule, walked: what the stage holds after each forward (the
-	 * backwards after the last forward only free). */
-	{
-		double mask = first && layout_dropout(l) ? sl * b * h / sp : 0;
-		double lg = last ? 4 * sl * b * V / t : 0, tail = last ? 4 * sl * b * h / sp : 0;
-		double held_lg = 0;
-		/* Activation offloading: a microbatch's offloaded layers leave
-		 * the stage once its forward is done.  Transformer Engine's
-		 * schedule frees layer i before layer L - N + i's forward and
-		 * loads it back after layer L - 1 - N + i's backward has begun, so
-		 * that a microbatch holds L - N layers at its most (the docstring
-		 * of get_cpu_offload_context: (num_layers - num_offloaded_layers)
-		 * x T) and no copy buffer beyond them.  Only with pp 1 and no
-		 * vp (layout_check): one chunk. */
-		double off[LAYOUT_MAX_VP] = {0};
-		for (int c = 0; c < v && l->offload_layers > 0; c++)
-			off[c] = chunk_offloaded(m, l, s, c, a_layer, a_moe);
-		/* Each MTP depth holds its layer's activations, its final norm's
-		 * input and fp32 logits as the main head's, and its embedding,
-		 * enorm and hnorm outputs and their concatenation (bf16, 4h a
-		 * token). */
-		if (last && m->mtp_layers > 0) {
-			double a = llm_is_moe_layer(m, m->layers - 1) ? a_moe : a_layer;
-			tail += m->mtp_layers * (a + tail + 8 * sl * b * h / sp);
-			lg *= 1 + m->mtp_layers;
+	if (fifo) {
+		/* Each chunk's layers' trained parameters a layer (the
+		 * embedding's and the head's apart, on the chunks that hold
+		 * them), and its activations a layer. */
+		int lora = layout_lora(l, 0);
+		double lp = n > 0 ? (out->train - (lora ? 0 : emb + head)) / n : 0;
+		for (int c = 0; c < v; c++) {
+			int nc = layout_chunk_layers(m, l, s, c), k = layout_chunk_model(l, s, c);
+			double ac =
+			    nc > 0 ? chunk_act(m, l, s, c, a_layer, a_moe, hyb ? a_kind : NULL) / nc
+				   : 0;
+			if (last && k == l->pp * v - 1 && m->mtp_layers > 0)
+				nc += m->mtp_layers;
+			gk[c] = fsdp_grad_top(nc, lp, ac,
+					      !lora && last && k == l->pp * v - 1 ? head : 0,
+					      !lora && first && k == 0 ? emb : 0, rs_queue, gb);
 		}
-		if (layout_zb(l->schedule)) {
-			struct held hd = {held, peak, units, peak_units, held_lg, out->logits};
-			zb_walk(m, l, s, hyb ? a_kind : NULL, a_layer, a_moe, mask, tail, lg,
-				2 * sl * b * (h / sp + V / t), &hd);
-			held = hd.held;
-			peak = hd.peak;
-			units = hd.units;
-			peak_units = hd.peak_units;
-			held_lg = hd.held_lg;
-			out->logits = hd.logits;
-			total = 0;
-		}
-		{
-			struct held hd = {held, peak, units, peak_units, held_lg, out->logits};
-			sched_walk(m, l, s, hyb ? a_kind : NULL, a_layer, a_moe, mask, tail, lg,
-				   off, warm, total, &hd);
-			peak = hd.peak;
-			peak_units = hd.peak_units;
-			out->logits = hd.logits;
-		}
-		out->activations = peak;
-		out->inflight = peak_units / v;
 	}
+
+	/* The schedule, walked (Megatron-FSDP's buckets with it). */
+	stage_walk(m, l, s, hyb ? a_kind : NULL, a_layer, a_moe, fifo ? gk : NULL, out);
 	stage_transient(m, l, hw, last, out);
 	/* cuBLAS's workspace (MEM_CUBLAS_WORKSPACE), one compute stream. */
 	out->transient += MEM_CUBLAS_WORKSPACE;

@@ -27,7 +27,12 @@
  *               FSDP2's all-gather output one more), the stage's embedding
  *               or head unsharded, and one layer's unsharded gradient
  *               before its reduce-scatter; ZeRO-2: that gradient; and
- *               DeepSpeed's reduce bucket (layout_dp_traits).
+ *               DeepSpeed's reduce bucket (layout_dp_traits).  Megatron-
+ *               FSDP (dp_impl megatron, ZeRO-2/3) holds the unsharded
+ *               gradient buckets of its reduce queue until a backward ends
+ *               instead of the one layer's: what they hold beyond the
+ *               activations that backward has freed, over the activations'
+ *               peak, as the schedule's walk meets them.
  *   activations per layer per microbatch (Korthikanti et al. 2022, Table 2,
  *               mem_act_per_layer; under fp8 and fp4 the GEMMs' saved
  *               inputs are Transformer Engine's quantised copies,

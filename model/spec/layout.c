@@ -493,6 +493,9 @@ int layout_dp_impl_parse(const char *s)
  * stage3_prefetch_bucket_size 5e7 and reduce_bucket_size 5e8 elements. */
 #define DS_PREFETCH_BUCKET 5e7
 #define DS_REDUCE_BUCKET   5e8
+/* Megatron-FSDP's suggested_communication_unit_size when none is given
+ * (megatron_fsdp.py: at least 1e9 elements). */
+#define MFSDP_UNIT 1e9
 
 void layout_dp_traits(const struct layout *l, double layer_params, double wb, double gb,
 		      struct layout_dp_traits *t)
@@ -515,7 +518,12 @@ void layout_dp_traits(const struct layout *l, double layer_params, double wb, do
 		 * (__add_grad_to_ipg_bucket), reduce-scattered in the
 		 * communication dtype (the weights', engine.communication_data_type)
 		 * and the rank's partition copied into its fp32 gradient
-		 * (partition_grads). */
+		 * (partition_grads).  The ipg bucket is allocated whole,
+		 * reduce_bucket_size elements of the weights' dtype whatever the
+		 * model's size (contiguous_gradients, its default:
+		 * stage_1_and_2.py setup_buckets and stage3.py's ipg buffer,
+		 * torch.empty(reduce_bucket_size); one, overlap_comm being off by
+		 * default under ZeRO-2 and stage3.py keeping one a dtype). */
 		int cap = layer_params > 0 ? (int)(DS_PREFETCH_BUCKET / layer_params) : t->prefetch;
 		if (cap < 1)
 			cap = 1;
@@ -564,6 +572,30 @@ void layout_dp_traits(const struct layout *l, double layer_params, double wb, do
 	default: /* Megatron-LM: gradients accumulate into the contiguous
 		  * grad buffer, parameters are views of the param buffer
 		  * (distributed/param_and_grad_buffer.py): no copies. */
+		if (l->zero < 2)
+			break;
+		/* Megatron-FSDP (ZeRO-2 optim_grads, ZeRO-3
+		 * optim_grads_params; megatron_fsdp/param_and_grad_buffer.py,
+		 * megatron_fsdp.py): a unit's unsharded gradient bucket is
+		 * reduce-scattered and its shard added into the persistent
+		 * sharded buffer (GradReducePipeline.
+		 * _bucket_group_gradient_reduce: local_grad += reduced_grad,
+		 * 3 gb a sharded parameter on the reduce-scatter stream); the
+		 * bucket is freed once the reduce queue holds more than
+		 * suggested_RS_queue_capacity parameters or the backward ends
+		 * (reset).  The capacity is --suggested-communication-unit-size
+		 * U, by default max(1e9, --ddp-bucket-size) under ZeRO-2;
+		 * ZeRO-3 gathers U / 2 parameters ahead, so prefetch k layers
+		 * is U = 2 k layer_params. */
+		t->rs_out = 3 * gb;
+		t->rs_buf = 0;
+		t->rs_fifo = 1;
+		if (l->zero >= 3) {
+			t->rs_queue = 2.0 * t->prefetch * layer_params;
+		} else {
+			double b = l->bucket_mb > 0 ? layout_bucket_params(l, gb) : 0;
+			t->rs_queue = b > MFSDP_UNIT ? b : MFSDP_UNIT;
+		}
 		break;
 	}
 }

@@ -511,7 +511,16 @@ struct layout_dp_traits {
 	double ag_extra;      /* gathered layers held beside the prefetched ones */
 	double rs_buf;	      /* a layer's gradients held unsharded for its reduction, a
 			       * parameter */
-	double bucket_params; /* a reduce bucket held whole (parameters), 0: none */
+	double bucket_params; /* a reduce bucket held whole (parameters, however
+			       * few the stage's), 0: none */
+	/* Megatron-FSDP (megatron, ZeRO-2/3): each unit's gradient bucket is
+	 * allocated unsharded when its backward starts, reduce-scattered into
+	 * the persistent shard as the unit completes and queued until the
+	 * queued buckets exceed rs_queue parameters (or the backward ends):
+	 * rs_fifo 1, rs_queue the queue's capacity (docs/MODEL.md "Megatron-
+	 * FSDP's gradient buckets"); rs_buf is then not held on its own. */
+	int rs_fifo;
+	double rs_queue;
 };
 void layout_dp_traits(const struct layout *l, double layer_params, double wb, double gb,
 		      struct layout_dp_traits *t);

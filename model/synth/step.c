@@ -1742,10 +1742,13 @@ static void opt_pass(struct ctx *c, int r, const struct shape *z, double share, 
  * where Megatron launches one a buffer.  Not under optimizer_dtype bf16
  * (PyTorch's autograd and optimizer: zero_grad(set_to_none=True), its
  * default since PyTorch 2.0, frees the gradients; nothing is filled), nor
- * under DeepSpeed, PyTorch FSDP or ZeRO-3 (their own gradient storage,
- * not modelled here).  ZeRO-2 under dp_impl megatron takes ZeRO-1's whole
- * buffer, as prism's ZeRO-2 is ZeRO-1's step where it reduces once
- * (synth_canonical).  After the updated weights' all-gathers where the
+ * under DeepSpeed or PyTorch FSDP (their own gradient storage, not
+ * modelled here).  ZeRO-2/3 under dp_impl megatron are Megatron-FSDP's
+ * optim_grads / optim_grads_params, whose zero_grad_buffer
+ * (megatron_fsdp.py) zeroes the sharded main gradient buffer
+ * (megatron_fsdp/param_and_grad_buffer.py ParamAndGradBuffer.zero_grad:
+ * main_grad_buffer.data, the rank's shard: gb P / G, the experts' over
+ * their own group).  After the updated weights' all-gathers where the
  * step ran them (gathered: the distributed optimizer's start_param_sync
  * without overlap_param_gather, synchronous, all_gather async_op False),
  * as the next train_step runs it.
@@ -1753,12 +1756,18 @@ static void opt_pass(struct ctx *c, int r, const struct shape *z, double share, 
 static void grad_buffer_zero(struct ctx *c, int r, const struct shape *z, int gathered)
 {
 	const struct layout *l = &c->lay;
-	if (l->optimizer_dtype == LAYOUT_OPT_BF16 || l->zero > 2 ||
+	/* Megatron-FSDP's sharded gradient buffer (ZeRO-2/3): its shard. */
+	double share = 1, eshare = 1;
+	if (l->optimizer_dtype == LAYOUT_OPT_BF16 ||
 	    (l->zero >= 1 && l->dp_impl != LAYOUT_DP_MEGATRON))
 		return;
+	if (l->zero >= 2) {
+		share = 1.0 / layout_shard_group(l);
+		eshare = z->edp > 1 ? 1.0 / z->edp : 1.0;
+	}
 	if (gathered)
 		se_event_wait(c, r, S_DP, S_COMPUTE);
-	opt_pass(c, r, z, 1, 1, OPT_ZERO);
+	opt_pass(c, r, z, share, eshare, OPT_ZERO);
 }
 
 /* ZeRO-1/2 after the optimizer: each layer's updated weights (a

@@ -110,7 +110,7 @@ layout_mask synth_canonical(const struct synth_in *in, struct synth_in *out)
 		set |= LK_BIT(LK_schedule);
 	}
 	if (one && (l->zero == 1 || l->zero == 2) && l->overlap_grad &&
-	    l->dp_impl != LAYOUT_DP_FSDP && l->dp_impl != LAYOUT_DP_FSDP2) {
+	    l->dp_impl == LAYOUT_DP_DEEPSPEED) {
 		o->zero = 1;
 		set |= LK_BIT(LK_zero);
 	}

@@ -467,12 +467,14 @@ int synth_partition(const struct synth_in *in, struct layout *out, struct prism_
  *   its forward, then its backward, under both (step.c stage_step: the
  *   warm-up clamped to the one microbatch), and nothing else reads the
  *   two apart.
- * - zero: one microbatch under GPipe or 1F1B, ZeRO-1 or ZeRO-2 with the
- *   gradients reduced during the backward (overlap_grad) and not FSDP's
- *   SHARD_GRAD_OP (dp_impl fsdp, fsdp2), ZeRO-1: step.c reads the two
- *   apart only where a backward is not its chunk's last (stage_step's
- *   reduce, every unit's grad_flush) and for FSDP's gathers; the only
- *   backward is the last.
+ * - zero: one microbatch under GPipe or 1F1B, DeepSpeed's ZeRO-1 or
+ *   ZeRO-2 with the gradients reduced during the backward (overlap_grad),
+ *   ZeRO-1: step.c reads the two apart only where a backward is not its
+ *   chunk's last (stage_step's reduce, every unit's grad_flush); the only
+ *   backward is the last.  Not FSDP's SHARD_GRAD_OP (dp_impl fsdp, fsdp2:
+ *   its gathers), nor Megatron-FSDP's optim_grads (dp_impl megatron: the
+ *   reduced shard's add after each reduce-scatter and the shard's fill,
+ *   layout_dp_traits rs_out, step.c grad_buffer_zero).
  * Returns the knobs so set (LK_BIT of layout.h's ids), whatever their
  * value was: 0 where no rule applies (*out is then in).  Two inputs whose
  * canonical inputs are equal byte for byte build the same graph task for
