@@ -308,6 +308,8 @@ static void hm_variant(struct hm_run *m, int v)
 {
 	struct synth_in in;
 	memo_case(&in, m->k, hm_mbs[v / 3], hm_rc[v % 3]);
+	/* each variant at a step clock of its own (a sweep's candidates') */
+	in.clock = 0.9 + 0.01 * v;
 	for (int moe = 0; moe < 2; moe++)
 		for (int acc = 0; acc < 2; acc++) {
 			in.acc_elem_bytes = acc ? 2 : -1;

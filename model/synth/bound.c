@@ -228,12 +228,22 @@ enum { HM_DENSE = 1, HM_MOE, HM_EXTRA, HM_TP };
 struct host_memo {
 	struct layout lay; /* the key: the input's layout, as hm_find clears it */
 	double acc;	   /* and its acc_elem_bytes (the rest: hm_in) */
+	double clock;	   /* and its clock, where the call reads it (hm_clock) */
 	int what;	   /* HM_ (0: empty) */
 	double out[5];
 };
 static _Thread_local struct host_memo hmemo[HOST_MEMO];
 static _Thread_local struct synth_in hm_in; /* its layout and adds cleared, no profile */
 static _Thread_local struct hw_profile hm_hw;
+
+/* The clock call `what` reads of in: a layer's host times count launches
+ * and event calls, the same at any clock the GPU runs at (the step's own,
+ * synth_in.clock, which a sweep sets per candidate); the embedding's
+ * backward GPU time and the tensor-parallel collectives' kernels keep it. */
+static double hm_clock(const struct synth_in *in, int what)
+{
+	return what == HM_DENSE || what == HM_MOE ? 0 : in->clock;
+}
 
 /* The entry of in for call `what` (*hit: it holds the result), or NULL
  * where in has no profile. */
@@ -246,6 +256,7 @@ static struct host_memo *hm_find(const struct synth_in *in, int what, int *hit)
 	memset(&x.lay, 0, sizeof(x.lay));
 	x.hw = NULL;
 	x.acc_elem_bytes = 0;
+	x.clock = 0;
 	if (memcmp(&x, &hm_in, sizeof(x)) != 0 || memcmp(in->hw, &hm_hw, sizeof(hm_hw)) != 0) {
 		hm_in = x;
 		hm_hw = *in->hw;
@@ -270,11 +281,12 @@ static struct host_memo *hm_find(const struct synth_in *in, int what, int *hit)
 	_Static_assert(sizeof(struct layout) % 8 == 0, "a layout hashed by words");
 	e = &hmemo[(hash_words(HASH_SEED + (uint64_t)what, &x.lay, sizeof(x.lay)) >> 40) %
 		   HOST_MEMO];
-	*hit = e->what == what && e->acc == in->acc_elem_bytes &&
+	*hit = e->what == what && e->acc == in->acc_elem_bytes && e->clock == hm_clock(in, what) &&
 	       memcmp(&e->lay, &x.lay, sizeof(x.lay)) == 0;
 	if (!*hit) {
 		e->lay = x.lay;
 		e->acc = in->acc_elem_bytes;
+		e->clock = hm_clock(in, what);
 		e->what = 0;
 	}
 	return e;
