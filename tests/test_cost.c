@@ -1613,6 +1613,18 @@ static void test_verdict(void **state)
 	assert_string_equal(mem_verdict_name(3, 0), "?");
 }
 
+/* The memory tests' small model: 8 layers of hidden 1,024, 16 heads, ffn
+ * 4,096, sequence 128, vocabulary 1,000. */
+static struct llm mem_small_llm(void)
+{
+	return (struct llm){.layers = 8,
+			    .hidden = 1024,
+			    .heads = 16,
+			    .ffn = 4096,
+			    .seq = 128,
+			    .vocab = 1000,
+			    .name = ""};
+}
 /*
  * Every buffer of every stage of a small GPT with tied embeddings on 4
  * stages, by hand.  l 8, h 1024, 16 heads, ffn 4096, s 128, V 1000,
@@ -1655,13 +1667,7 @@ static void test_verdict(void **state)
  */
 static void test_stage_memory(void **state)
 {
-	struct llm m = {.layers = 8,
-			.hidden = 1024,
-			.heads = 16,
-			.ffn = 4096,
-			.seq = 128,
-			.vocab = 1000,
-			.name = ""};
+	struct llm m = mem_small_llm();
 	struct layout l = {.tp = 1,
 			   .pp = 4,
 			   .dp = 2,
@@ -1805,13 +1811,7 @@ static void test_stage_memory(void **state)
  */
 static void test_mfsdp_grad_buckets(void **state)
 {
-	struct llm m = {.layers = 8,
-			.hidden = 1024,
-			.heads = 16,
-			.ffn = 4096,
-			.seq = 128,
-			.vocab = 1000,
-			.name = ""};
+	struct llm m = mem_small_llm();
 	struct layout l = {.tp = 1,
 			   .pp = 1,
 			   .dp = 2,
@@ -1857,13 +1857,7 @@ static void test_inflight(void **state)
 	/* p 4, m 8: GPipe holds 8 microbatches on stage 0, 1F1B 4, interleaved
 	 * with v 2: 4 (1 + 3/8) = 5.5 (Korthikanti section 4.2.3), found by
 	 * walking the schedule (11 chunk units of 1 layer). */
-	struct llm m = {.layers = 8,
-			.hidden = 1024,
-			.heads = 16,
-			.ffn = 4096,
-			.seq = 128,
-			.vocab = 1000,
-			.name = ""};
+	struct llm m = mem_small_llm();
 	struct layout l = {
 	    .tp = 1, .pp = 4, .dp = 1, .vp = 2, .mbs = 1, .microbatches = 8, .dtype = HW_BF16};
 	struct mem_stage st;
