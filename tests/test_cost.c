@@ -418,6 +418,21 @@ static void test_fp8_library(void **state)
 	assert_int_equal(hw_gemm_dtype(HW_GEMM_FP8_BLOCK), HW_FP8);
 }
 
+/* Kernel rows in CSV text, read into kb after what it holds (kbench_read
+ * of a file written for it). */
+static void kb_read_text(struct kbench *kb, const char *text)
+{
+	char path[] = "/tmp/prism-kb-XXXXXX";
+	int fd = mkstemp(path);
+	struct prism_err err;
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, text, strlen(text)), (ssize_t)strlen(text));
+	close(fd);
+	prism_err_clear(&err);
+	assert_int_equal(kbench_read(kb, path, &err), 0);
+	unlink(path);
+}
+
 static void expect_load_error(const char *text, const char *want_suffix)
 {
 	char path[] = "/tmp/prism-hw-XXXXXX", want[512];
@@ -2660,21 +2675,12 @@ static void test_kbench_sustained(void **state)
 				       1437.3392e-6, 49.78018e-6, 373.99475e-6};
 	const char *texts[2] = {ours, pub};
 	struct kbench kb;
-	struct prism_err err;
 	struct hw_profile hw;
 	struct kbench_row step;
 	(void)state;
 	memset(&kb, 0, sizeof(kb));
-	for (int i = 0; i < 2; i++) {
-		char path[] = "/tmp/prism-kb-XXXXXX";
-		int fd = mkstemp(path);
-		assert_true(fd >= 0);
-		assert_int_equal(write(fd, texts[i], strlen(texts[i])), (ssize_t)strlen(texts[i]));
-		close(fd);
-		prism_err_clear(&err);
-		assert_int_equal(kbench_read(&kb, path, &err), 0);
-		unlink(path);
-	}
+	for (int i = 0; i < 2; i++)
+		kb_read_text(&kb, texts[i]);
 	assert_int_equal(kb.n, 7);
 	assert_int_equal(kb.rows[0].sustained, KB_BURST);
 	assert_int_equal(kb.rows[1].sustained, KB_BURST);
@@ -3366,17 +3372,9 @@ static void test_mem_bytes(void **state)
 				     HW_MEM_IMPL_COMPILED, HW_MEM_IMPL_COMPILED, HW_MEM_IMPL_ANY,
 				     HW_MEM_IMPL_ANY};
 	struct kbench kb;
-	struct prism_err err;
-	char path[] = "/tmp/prism-kb-XXXXXX";
-	int fd = mkstemp(path);
 	(void)state;
-	assert_true(fd >= 0);
-	assert_int_equal(write(fd, csv, strlen(csv)), (ssize_t)strlen(csv));
-	close(fd);
 	memset(&kb, 0, sizeof(kb));
-	prism_err_clear(&err);
-	assert_int_equal(kbench_read(&kb, path, &err), 0);
-	unlink(path);
+	kb_read_text(&kb, csv);
 	assert_int_equal(kb.n, 13);
 	for (int i = 0; i < 13; i++) {
 		assert_int_equal(kb.rows[i].cls, KB_MEM);
@@ -3465,16 +3463,9 @@ static void test_mem_ours_impl(void **state)
 	struct kbench kb;
 	struct hw_profile h;
 	struct prism_err err;
-	char path[] = "/tmp/prism-kb-XXXXXX";
-	int fd = mkstemp(path);
 	(void)state;
-	assert_true(fd >= 0);
-	assert_int_equal(write(fd, csv, strlen(csv)), (ssize_t)strlen(csv));
-	close(fd);
 	memset(&kb, 0, sizeof(kb));
-	prism_err_clear(&err);
-	assert_int_equal(kbench_read(&kb, path, &err), 0);
-	unlink(path);
+	kb_read_text(&kb, csv);
 	assert_int_equal(kb.n, 3);
 	assert_int_equal(kb.rows[0].mem_kind, HW_MEM_NORM);
 	assert_int_equal(kb.rows[0].mem_impl, HW_MEM_IMPL_ATEN);
@@ -3513,16 +3504,9 @@ static void test_sweep_clock(void **state)
 	struct kbench kb;
 	struct hw_profile h;
 	struct prism_err err;
-	char path[] = "/tmp/prism-kb-XXXXXX";
-	int fd = mkstemp(path);
 	(void)state;
-	assert_true(fd >= 0);
-	assert_int_equal(write(fd, csv, strlen(csv)), (ssize_t)strlen(csv));
-	close(fd);
 	memset(&kb, 0, sizeof(kb));
-	prism_err_clear(&err);
-	assert_int_equal(kbench_read(&kb, path, &err), 0);
-	unlink(path);
+	kb_read_text(&kb, csv);
 	assert_int_equal(kb.n, 3);
 	assert_int_equal(kb.rows[0].sustained, KB_STREAM);
 	assert_rel_close(kb.rows[0].throttle, 0.568096, 1e-6);
@@ -3571,17 +3555,9 @@ static void test_mem_recompiled(void **state)
 	    "\"input [S=2048, B=4, 2*ffn_local], ffn_local=2048\",fwd,0.0604,,,,,"
 	    "other/repo@x:b.csv,,\n";
 	struct kbench kb;
-	struct prism_err err;
-	char path[] = "/tmp/prism-kb-XXXXXX";
-	int fd = mkstemp(path);
 	(void)state;
-	assert_true(fd >= 0);
-	assert_int_equal(write(fd, csv, strlen(csv)), (ssize_t)strlen(csv));
-	close(fd);
 	memset(&kb, 0, sizeof(kb));
-	prism_err_clear(&err);
-	assert_int_equal(kbench_read(&kb, path, &err), 0);
-	unlink(path);
+	kb_read_text(&kb, csv);
 	assert_int_equal(kb.n, 3);
 	assert_int_equal(kb.rows[0].mem_impl, HW_MEM_IMPL_COMPILED);
 	assert_rel_close(kb.rows[0].time_s, 23.2e-6, 1e-9);
