@@ -651,6 +651,26 @@ static int64_t dp_ns(const void *ctx, double bytes)
 	return 10000 + (int64_t)bytes;
 }
 
+/* A plan adding data-parallel gradient all-reduces over 2 ranks, a bucket
+ * of `params` a layer at grad_bytes a gradient, one extra bucket of the
+ * first/last parameters (the embedding's), timed by dp_ns, 1 us host
+ * costs. */
+static void dp_plan(struct reshape_plan *p, double params, double grad_bytes, const double *first,
+		    const double *last)
+{
+	reshape_plan_init(p);
+	p->add_dp = 1;
+	p->dp = 2;
+	p->dp_layer_params = params;
+	p->dp_bucket_params = params;
+	p->dp_grad_bytes = grad_bytes;
+	p->dp_first = first;
+	p->dp_last = last;
+	p->n_dp_extra = 1;
+	p->dp_coll_ns = dp_ns;
+	p->event_ns = p->launch_ns = p->cpu_op_ns = 1000;
+}
+
 /* Gradient all-reduces added to tests/data/accum_2024.json (the backward
  * on the autograd thread), one bucket a layer and the embedding's
  * gradients after the bottom layer's in a bucket of their own: both of
@@ -672,17 +692,7 @@ static void test_dp_added(void **state)
 
 	build_opts_default(&o);
 	g = load(paths, 1, &o);
-	reshape_plan_init(&p);
-	p.add_dp = 1;
-	p.dp = 2;
-	p.dp_layer_params = 1;
-	p.dp_bucket_params = 1;
-	p.dp_grad_bytes = 1;
-	p.dp_first = first;
-	p.dp_last = last;
-	p.n_dp_extra = 1;
-	p.dp_coll_ns = dp_ns;
-	p.event_ns = p.launch_ns = p.cpu_op_ns = 1000;
+	dp_plan(&p, 1, 1, first, last);
 	prism_err_clear(&err);
 	assert_int_equal(reshape_apply(g, &p, &e, &st, &err), 0);
 	assert_int_equal(graph_check(e, &err), 0);
@@ -780,17 +790,7 @@ static void test_dp_added_dtypes(void **state)
 			unlink(path);
 		edit_activation_type(g, &half, &h);
 		assert_true(half == (c[i].type && strcmp(c[i].type, "float") == 0 ? 4 : 2));
-		reshape_plan_init(&p);
-		p.add_dp = 1;
-		p.dp = 2;
-		p.dp_layer_params = 1000;
-		p.dp_bucket_params = 1000;
-		p.dp_grad_bytes = c[i].gb;
-		p.dp_first = first;
-		p.dp_last = last;
-		p.n_dp_extra = 1;
-		p.dp_coll_ns = dp_ns;
-		p.event_ns = p.launch_ns = p.cpu_op_ns = 1000;
+		dp_plan(&p, 1000, c[i].gb, first, last);
 		prism_err_clear(&err);
 		assert_int_equal(reshape_apply(g, &p, &e, &st, &err), 0);
 		assert_int_equal(st.colls_added, 4);
