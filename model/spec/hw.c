@@ -94,7 +94,7 @@ double hw_power_rate(const struct hw_profile *hw, int dtype, double phi_c, doubl
 	int d = power_dtype(hw, dtype);
 
 	P = p->gemm_w[d], k = p->gemm_k_w[d];
-	if (!(p->mem_w > 0) || !(P > 0) || !(k > 0) || !(hw->rated_w > 0) || !(phi_c > 0))
+	if (!hw_has_balance(hw) || !(P > 0) || !(k > 0) || !(hw->rated_w > 0) || !(phi_c > 0))
 		return 1;
 	if (phi_c > 1)
 		phi_c = 1;
@@ -119,7 +119,7 @@ double hw_mix_rate(const struct hw_profile *hw, int dtype, double t_c, double t_
 	int dt = power_dtype(hw, dtype);
 
 	P = p->gemm_w[dt], k = p->gemm_k_w[dt];
-	if (!(p->mem_w > 0) || !(P > 0) || !(k > 0) || !(hw->rated_w > 0) || !(t_c > 0))
+	if (!hw_has_balance(hw) || !(P > 0) || !(k > 0) || !(hw->rated_w > 0) || !(t_c > 0))
 		return 1;
 	f = L < hw->rated_w ? L / hw->rated_w : 1;
 	A = (t_m > 0 ? t_m : 0) * (L - p->mem_w * f) + (t_w > 0 ? t_w : 0) * (L - p->wait_w * f);
@@ -143,7 +143,7 @@ double hw_mix_clock(const struct hw_profile *hw, int dtype, double power_w, doub
 		    double t_w)
 {
 	double c0 = hw_run_clock(hw, dtype, power_w), ref, r, c;
-	if (!(hw->power.mem_w > 0) || !(t_c > 0))
+	if (!hw_has_balance(hw) || !(t_c > 0))
 		return c0;
 	/* (a cap at or above the rating is none, as hw_run_clock takes it) */
 	if (!(power_w > 0 && power_w < hw->rated_w))
@@ -162,7 +162,7 @@ double hw_stream(const struct hw_profile *hw, int dtype)
 		dtype = HW_BF16;
 	if (dtype >= 0 && dtype < HW_NDTYPES && hw->stream[dtype] > 0)
 		return hw->stream[dtype];
-	if (hw->power.mem_w > 0 && dtype >= 0 && dtype < HW_NDTYPES && hw->power.gemm_w[dtype] > 0)
+	if (hw_has_balance(hw) && dtype >= 0 && dtype < HW_NDTYPES && hw->power.gemm_w[dtype] > 0)
 		return hw_power_rate(hw, dtype, 1, 0, 0);
 	return hw_sustained(hw);
 }
@@ -175,7 +175,7 @@ double hw_step_clock(const struct hw_profile *hw, int dtype)
 		return hw_sustained(hw);
 	if (hw->sustained_dt[dtype] > 0)
 		return hw->sustained_dt[dtype];
-	if (dtype != HW_BF16 && hw->power.mem_w > 0 && hw->power.gemm_w[dtype] > 0)
+	if (dtype != HW_BF16 && hw_has_balance(hw) && hw->power.gemm_w[dtype] > 0)
 		return hw_power_rate(hw, dtype, HW_STEP_COMPUTE_SHARE, 0, 0);
 	if (dtype != HW_BF16 && hw->stream[dtype] > 0)
 		return 1 - (1 - hw->stream[dtype]) * HW_STEP_COMPUTE_SHARE;
@@ -189,7 +189,7 @@ static double capped(const struct hw_profile *hw, int dtype, double c, double po
 {
 	if (!(power_w > 0 && hw->rated_w > 0 && power_w < hw->rated_w))
 		return c;
-	if (hw->power.mem_w > 0)
+	if (hw_has_balance(hw))
 		return c * hw_power_rate(hw, dtype, HW_STEP_COMPUTE_SHARE, 0, power_w) /
 		       hw_power_rate(hw, dtype, HW_STEP_COMPUTE_SHARE, 0, 0);
 	return c * power_w / hw->rated_w;
@@ -836,7 +836,7 @@ static int read_rates(const char *path, config_t *cf, config_setting_t *gpu, con
 	if ((rc = read_by_dtype(path, cf, gpu, "stream", hw->stream, err)) ||
 	    (rc = read_power(path, cf, gpu, hw, err)))
 		return rc;
-	if (hw->power.mem_w > 0 && !(hw->sustained_dt[HW_BF16] > 0) &&
+	if (hw_has_balance(hw) && !(hw->sustained_dt[HW_BF16] > 0) &&
 	    !(config_setting_lookup(gpu, "sustained") &&
 	      !config_setting_is_group(config_setting_lookup(gpu, "sustained"))))
 		hw->sustained = hw_power_rate(hw, HW_BF16, HW_STEP_COMPUTE_SHARE, 0, 0);

@@ -349,6 +349,13 @@ double hw_stream(const struct hw_profile *hw, int dtype);
  * and no bf16 step clock: H200's 0.88174). */
 double hw_step_clock(const struct hw_profile *hw, int dtype);
 
+/* Whether hw states a power balance (gpu.power): its step clock follows
+ * a step's own mix (hw_mix_clock), a cap the balance (hw_capped_clock). */
+static inline int hw_has_balance(const struct hw_profile *hw)
+{
+	return hw->power.mem_w > 0;
+}
+
 /* The compute rate (a fraction of the burst, in (0, 1]) a step settles at
  * by hw's power balance (struct hw_power): its GEMMs in dtype (fp16 and
  * a dtype the profile does not state read bf16's), its compute kernels

@@ -1258,7 +1258,7 @@ static double step_clock(const struct analytic_in *in, struct terms *T, struct a
 	double c0 = hw_run_clock(in->hw, l->dtype, l->power_w), c, tw;
 	struct mem_est mem;
 	int mb;
-	if (!(in->hw->power.mem_w > 0))
+	if (!hw_has_balance(in->hw))
 		return c0;
 	tw = out->t_iter - out->t_bubble - busy[0] - busy[1];
 	c = hw_mix_clock(in->hw, l->dtype, l->power_w, busy[0], busy[1], tw > 0 ? tw : 0);
@@ -1353,7 +1353,7 @@ double analytic_step_clock(const struct synth_in *in)
 
 	if (in->clock > 0)
 		return in->clock;
-	if (!in->hw || !(in->hw->power.mem_w > 0))
+	if (!in->hw || !hw_has_balance(in->hw))
 		return 0;
 	if (clock_memo.have && memcmp(&clock_memo.in, in, sizeof(*in)) == 0 &&
 	    memcmp(&clock_memo.hw, in->hw, sizeof(*in->hw)) == 0)

@@ -42,7 +42,7 @@ double predict_analytic_clock(const struct synth_in *in, double *clock)
 	analytic_in_of(in, &ai);
 	ai.compute_eff = PREDICT_ANALYTIC_EFF;
 	rc = analytic_estimate(&ai, &ao, &err);
-	*clock = rc == 0 && in->hw->power.mem_w > 0 ? ao.clock : 0;
+	*clock = rc == 0 && hw_has_balance(in->hw) ? ao.clock : 0;
 	return rc == 0 ? ao.t_iter : 0;
 }
 
