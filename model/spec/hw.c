@@ -86,57 +86,79 @@ static int power_dtype(const struct hw_profile *hw, int dtype)
 	return dtype;
 }
 
+/* The pieces of hw's power balance for a step whose GEMMs run in dtype,
+ * the board held at limit_w (0: rated_w), both solvers read: the compute
+ * kernels' burst draw P and its slope k (dtype's terms, power_dtype), the
+ * limit L, the cap's fraction f of the rating (memory-bound and waiting
+ * kernels draw mem_w f and wait_w f), a stream's rate at the rating r_s.
+ * (mem_w and wait_w as stated: each solver scales them by f.) */
+struct balance {
+	double P, k, L, f, rs, mem_w, wait_w, rated_w;
+};
+
+/* 0 where hw states no balance for a step of dtype (the solvers' 1). */
+static int balance_of(const struct hw_profile *hw, int dtype, double limit_w, struct balance *b)
+{
+	const struct hw_power *p = &hw->power;
+	int d = power_dtype(hw, dtype);
+
+	b->P = p->gemm_w[d], b->k = p->gemm_k_w[d], b->rated_w = hw->rated_w;
+	if (!hw_has_balance(hw) || !(b->P > 0) || !(b->k > 0) || !(b->rated_w > 0))
+		return 0;
+	b->L = limit_w > 0 ? limit_w : b->rated_w;
+	b->f = b->L < b->rated_w ? b->L / b->rated_w : 1;
+	b->mem_w = p->mem_w, b->wait_w = p->wait_w;
+	b->rs = 1 - (b->P - b->rated_w) / b->k;
+	return 1;
+}
+
+/* r, never under HW_MIN_POWER_FRAC of a stream's rate (a balance that
+ * leaves the compute kernels nothing: the least rate a cap may set). */
+static double balance_floor(const struct balance *b, double r)
+{
+	return r > b->rs * HW_MIN_POWER_FRAC ? r : b->rs * HW_MIN_POWER_FRAC;
+}
+
 double hw_power_rate(const struct hw_profile *hw, int dtype, double phi_c, double phi_w,
 		     double limit_w)
 {
-	const struct hw_power *p = &hw->power;
-	double L = limit_w > 0 ? limit_w : hw->rated_w, f, P, k, g, rs, r;
-	int d = power_dtype(hw, dtype);
+	struct balance b;
+	double g;
 
-	P = p->gemm_w[d], k = p->gemm_k_w[d];
-	if (!hw_has_balance(hw) || !(P > 0) || !(k > 0) || !(hw->rated_w > 0) || !(phi_c > 0))
+	if (!(phi_c > 0) || !balance_of(hw, dtype, limit_w, &b))
 		return 1;
 	if (phi_c > 1)
 		phi_c = 1;
 	if (phi_w > 1 - phi_c)
 		phi_w = 1 - phi_c;
-	f = L < hw->rated_w ? L / hw->rated_w : 1;
-	g = (L - (1 - phi_c - phi_w) * p->mem_w * f - phi_w * p->wait_w * f) / phi_c;
-	if (g >= P)
+	g = (b.L - (1 - phi_c - phi_w) * b.mem_w * b.f - phi_w * b.wait_w * b.f) / phi_c;
+	if (g >= b.P)
 		return 1;
-	rs = 1 - (P - hw->rated_w) / k;
-	r = g >= hw->rated_w ? 1 - (P - g) / k : rs * g / hw->rated_w;
-	/* (a balance that leaves the compute kernels nothing: the least rate
-	 * a cap may set, HW_MIN_POWER_FRAC of a stream's) */
-	return r > rs * HW_MIN_POWER_FRAC ? r : rs * HW_MIN_POWER_FRAC;
+	return balance_floor(&b, g >= b.rated_w ? 1 - (b.P - g) / b.k : b.rs * g / b.rated_w);
 }
 
 double hw_mix_rate(const struct hw_profile *hw, int dtype, double t_c, double t_m, double t_w,
 		   double limit_w)
 {
-	const struct hw_power *p = &hw->power;
-	double L = limit_w > 0 ? limit_w : hw->rated_w, f, P, k, A, rs, r, d;
-	int dt = power_dtype(hw, dtype);
+	struct balance b;
+	double A, r, d;
 
-	P = p->gemm_w[dt], k = p->gemm_k_w[dt];
-	if (!hw_has_balance(hw) || !(P > 0) || !(k > 0) || !(hw->rated_w > 0) || !(t_c > 0))
+	if (!(t_c > 0) || !balance_of(hw, dtype, limit_w, &b))
 		return 1;
-	f = L < hw->rated_w ? L / hw->rated_w : 1;
-	A = (t_m > 0 ? t_m : 0) * (L - p->mem_w * f) + (t_w > 0 ? t_w : 0) * (L - p->wait_w * f);
-	if (t_c * (P - L) <= A) /* F(1) <= 0: the burst within the limit */
+	A = (t_m > 0 ? t_m : 0) * (b.L - b.mem_w * b.f) +
+	    (t_w > 0 ? t_w : 0) * (b.L - b.wait_w * b.f);
+	if (t_c * (b.P - b.L) <= A) /* F(1) <= 0: the burst within the limit */
 		return 1;
-	rs = 1 - (P - hw->rated_w) / k;
-	if (!(rs > 0)) /* (compute that draws the rating at no rate: nothing to solve) */
+	if (!(b.rs > 0)) /* (compute that draws the rating at no rate: nothing to solve) */
 		return 1;
-	if (t_c * (hw->rated_w - L) / rs <= A) { /* F(r_s) <= 0: the root above r_s */
-		d = t_c * k - A;
-		r = d > 0 ? t_c * (k + L - P) / d : 1;
+	if (t_c * (b.rated_w - b.L) / b.rs <= A) { /* F(r_s) <= 0: the root above r_s */
+		d = t_c * b.k - A;
+		r = d > 0 ? t_c * (b.k + b.L - b.P) / d : 1;
 		return r < 1 ? r : 1;
 	}
 	/* below a stream's rate: the rate in proportion to the power */
-	d = t_c * hw->rated_w / rs - A;
-	r = d > 0 ? t_c * L / d : 0;
-	return r > rs * HW_MIN_POWER_FRAC ? r : rs * HW_MIN_POWER_FRAC;
+	d = t_c * b.rated_w / b.rs - A;
+	return balance_floor(&b, d > 0 ? t_c * b.L / d : 0);
 }
 
 double hw_mix_clock(const struct hw_profile *hw, int dtype, double power_w, double t_c, double t_m,
