@@ -29,6 +29,13 @@ cut short keeps what it measured:
   duty.csv       the same pair at GEMM shares 1 to 0.3, the filler a copy
                  (memory-bound) or a spin (a waiting collective), bf16 and
                  fp8, 8 s a case: the step clock against the compute share.
+  phases.csv     the power balance's time scale: a settled GEMM stream, then
+                 an idle phase of 10 ms to 1 s (the GPU idle, or spinning as
+                 a waiting collective does), then 600 ms of the same GEMMs,
+                 each timed between its own events: the first kernel's rate
+                 says how far the clock recovered in the idle phase, the
+                 rest how fast it falls back (whether a pipeline's fill and
+                 drain, or an exposed collective, count as a step's waiting).
   optim.csv      fused AdamW steps over gpt_bench.py's parameter lists (bf16
                  and fp32 parameters), the step's kernels from the profiler
                  in optim_kernels.csv, beside a copy's rate: the optimizer's
@@ -67,8 +74,8 @@ import torch.nn.functional as F
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
-SECTIONS = ["sustained", "grouped", "attention", "host", "allocator", "mixed", "duty", "optim",
-            "windows"]
+SECTIONS = ["sustained", "grouped", "attention", "host", "allocator", "mixed", "duty", "phases",
+            "optim", "windows"]
 
 
 class Ctx:
@@ -458,6 +465,83 @@ def duty(ctx):
             i += 1
         ctx.log(f"duty {test}: {i} chunks of {pairs} pairs, filler size {size}")
         del fill
+        gc.collect()
+    return w.n
+
+
+def timed_calls(ctx, fn, n):
+    """n calls of fn back to back, each timed between its own events (the
+    host's clock in a dry run): (start offset ms, ms) a call, the offsets
+    from the first call's start.  Nothing runs before the first call (no
+    warm-up, no synchronisation): what the GPU was doing just before shows."""
+    if ctx.dry:
+        out, t0 = [], time.perf_counter()
+        for _ in range(n):
+            t = time.perf_counter()
+            fn()
+            out.append(((t - t0) * 1e3, (time.perf_counter() - t) * 1e3))
+        return out
+    ev = [torch.cuda.Event(enable_timing=True) for _ in range(n + 1)]
+    ev[0].record()
+    for j in range(n):
+        fn()
+        ev[j + 1].record()
+    ev[-1].synchronize()
+    return [(ev[0].elapsed_time(ev[j]), ev[j].elapsed_time(ev[j + 1])) for j in range(n)]
+
+
+def phases(ctx):
+    """The power balance's time scale: a GEMM stream settled for SETTLE s,
+    an idle phase of I ms (the GPU idle while the host sleeps, or spinning
+    in torch.cuda._sleep as a waiting collective does), then BUSY ms of
+    the same GEMM with every call timed.  A row per call after the idle
+    phase (call 0 on); the settled stream's last 100 ms as rows of idle_ms
+    -1 (calls -n to -1).  About 90 s on a GPU."""
+    if ctx.dry:
+        n, settle, busy, idles, dts = 256, 0.1, 0.05, [10, 30], ["bf16"]
+    else:
+        n, settle, busy, idles, dts = 8192, 2.0, 0.6, [10, 30, 100, 300, 1000], ["bf16", "fp8"]
+    w = Writer(os.path.join(ctx.out, "phases.csv"),
+               ["test", "dtype", "N", "idle_kind", "idle_ms", "rep", "call", "start_ms", "ms",
+                "tflops"])
+    flop = 2.0 * n * n * n
+    for dt in dts:
+        try:
+            fn = gemm_fn(ctx, dt, n, n, n)
+            t_g = ctx.ms(fn, n=5)
+            spin, _ = spin_filler(ctx, t_g, 0.5)  # one GEMM's length a call
+            t_sp = ctx.ms(spin, n=1, reps=1)
+        except (RuntimeError, TypeError, AttributeError) as err:
+            ctx.log(f"phases {dt}: {err}")
+            continue
+        kinds = ["idle", "spin"] if dt == "bf16" else ["idle"]
+        for kind in kinds:
+            for idle_ms in idles:
+                for rep in range(2):
+                    need = settle + idle_ms / 1e3 + busy + 2
+                    if ctx.left() < need:
+                        ctx.log(f"phases {dt} {kind} {idle_ms}: skipped, budget")
+                        continue
+                    test = f"{dt}-{n}^3-{kind}-{idle_ms}ms"
+                    rows = timed_calls(ctx, fn, max(1, int(settle * 1e3 / t_g)))
+                    ref = [r for r in rows if r[0] >= rows[-1][0] - 100.0]
+                    if kind == "idle":
+                        ctx.sync()
+                        time.sleep(idle_ms / 1e3)
+                    else:
+                        for _ in range(max(1, int(round(idle_ms / max(t_sp, 1e-3))))):
+                            spin()
+                    after = timed_calls(ctx, fn, max(1, int(busy * 1e3 / t_g)))
+                    for i, (t0, ms) in [(j - len(ref), r) for j, r in enumerate(ref)] + list(
+                            enumerate(after)):
+                        w.row(test=test, dtype=dt, N=n, idle_kind=kind,
+                              idle_ms=idle_ms if i >= 0 else -1, rep=rep, call=i,
+                              start_ms=f"{t0:.4f}", ms=f"{ms:.4f}",
+                              tflops=f"{flop / ms / 1e9:.1f}")
+                    settled = statistics.median(r[1] for r in ref)
+                    ctx.log(f"phases {test} rep {rep}: {len(after)} calls after, first "
+                            f"{after[0][1]:.4f} ms, settled {settled:.4f}")
+        del fn, spin
         gc.collect()
     return w.n
 
