@@ -5931,6 +5931,181 @@ static void test_fp32_activations(void **state)
 }
 
 /*
+ * What crosses the tensor-parallel wire under fp8 (kperf_lowp_gather_bytes),
+ * with and without Transformer Engine's userbuffers (--tp-overlap).  The
+ * small GPT at tp 8 with sequence parallelism, a microbatch of b s = 1 x
+ * 1024 tokens, h 1024, 8 layers, 2 steps: every all-gather and
+ * reduce-scatter is of b s h = 1,048,576 values.  Under bf16 each is
+ * 2,097,152 bytes "BFloat16".  Under fp8 (delayed scaling) a layer's
+ * gathers of QKV's and FC1's inputs, of the projection's and FC2's output
+ * gradients and the two re-gathers of the saved inputs for the weight
+ * gradients are the uint8 data, 1,048,576 bytes "Byte": 6 a layer, 48 a
+ * step, 96 in all; the reduce-scatters stay 2,097,152 bytes "BFloat16"
+ * (66: 4 a layer, the output layer's and the embedding's, a step twice),
+ * and the 4 bf16 gathers are the output layer's (a bf16
+ * ColumnParallelLinear in Megatron-LM, its input re-gathered for its
+ * weight gradient) and the embedding's gradient's, 2 a step.  Userbuffers
+ * moves the same bytes (base.py fill_userbuffers_buffer_for_all_gather
+ * into initialize_ub's uint8 all-gather buffers): the same 96 and 4, only
+ * placed beside the GEMMs (before issue 33's fp8 wire the overlapped
+ * gathers were 2 bytes a value: 96 of 2,097,152 bytes "BFloat16" more).
+ * mxfp8 gathers each usage's data with its E8M0 scales, 1 + 1/32 bytes a
+ * value: 1,081,344 bytes one copy (the forward's 2 and the 2 re-gathers a
+ * layer: 64), 2,162,688 both (the 2 output gradients a layer: 32).
+ */
+static void test_fp8_tp_gathers(void **state)
+{
+	static const struct {
+		int dtype, recipe, ov;
+		int fp8, bf16, q, q2; /* gathers of 1 B, 2 B, 1 + 1/32 B, twice that */
+	} want[] = {{HW_BF16, LAYOUT_FP8_DELAYED, 0, 0, 100, 0, 0},
+		    {HW_BF16, LAYOUT_FP8_DELAYED, 1, 0, 100, 0, 0},
+		    {HW_FP8, LAYOUT_FP8_DELAYED, 0, 96, 4, 0, 0},
+		    {HW_FP8, LAYOUT_FP8_DELAYED, 1, 96, 4, 0, 0},
+		    {HW_FP8, LAYOUT_FP8_CURRENT, 1, 96, 4, 0, 0},
+		    {HW_FP8, LAYOUT_FP8_MXFP8, 1, 0, 4, 64, 32}};
+	struct hw_profile bw;
+	(void)state;
+	fp8_gpu(&bw);
+	for (size_t k = 0; k < sizeof(want) / sizeof(want[0]); k++) {
+		struct synth_in in;
+		struct synth_out so;
+		struct settle_out st;
+		struct graph *g;
+		int n8, n16, nq, nq2, nrs;
+		small(&in);
+		if (want[k].recipe == LAYOUT_FP8_MXFP8)
+			in.hw = &bw;
+		in.lay.tp = 8;
+		in.lay.sp = 1;
+		in.lay.tp_overlap = want[k].ov;
+		in.lay.dtype = want[k].dtype;
+		in.lay.fp8_recipe = want[k].recipe;
+		g = build(&in, &so, &st);
+		n8 = colls_of(g, GC_ALL_GATHER, 1048576, "Byte");
+		n16 = colls_of(g, GC_ALL_GATHER, 2097152, "BFloat16");
+		nq = colls_of(g, GC_ALL_GATHER, 1081344, "Byte");
+		nq2 = colls_of(g, GC_ALL_GATHER, 2162688, "Byte");
+		nrs = colls_of(g, GC_REDUCE_SCATTER, 2097152, "BFloat16");
+		print_message("tp 8 sp%s, %s %s: gathers %d of 1 B, %d of 2 B, %d and %d of "
+			      "1 + 1/32 B a value, %d reduce-scatters\n",
+			      want[k].ov ? " overlapped" : "", hw_dtype_name(want[k].dtype),
+			      layout_fp8_recipe_name(want[k].recipe), n8, n16, nq, nq2, nrs);
+		assert_int_equal(n8, want[k].fp8);
+		assert_int_equal(n16, want[k].bf16);
+		assert_int_equal(nq, want[k].q);
+		assert_int_equal(nq2, want[k].q2);
+		assert_int_equal(nrs, 66);
+		synth_out_release(&so);
+		graph_free(g);
+	}
+}
+
+/*
+ * Context parallelism's key-value blocks under fp8 attention
+ * (kperf_cp_kv_bytes).  The small GPT at cp 2, tp 1 (16 heads of 64, seq
+ * 1024: a rank's 512 tokens), 8 layers, 2 steps: a rank's K and V are 2 x
+ * 512 x 16 x 64 = 1,048,576 values.
+ *  - bf16 attention: each layer's forward sends the block once (cp - 1),
+ *    2,097,152 bytes "BFloat16", and its backward the block with its
+ *    gradient, 4,194,304 bytes: 16 of each.
+ *  - fp8 attention, delayed (and current) scaling: the forward's block is
+ *    the uint8 data, 1,048,576 bytes "Byte"; the backward sends the block
+ *    alone, 1,048,576 bytes (32 SendRecvs of it in all), and the
+ *    gradients go by one all-to-all of cp x the block, 2,097,152 bytes
+ *    "Byte" over the 2 ranks, issued before the last step's kernel and
+ *    waited after it: with attention kernels far shorter than it (x 0.01)
+ *    and no host costs, the compute stream's next kernel starts after it
+ *    ends.
+ *  - mxfp8: the blocks travel in bf16 (2,097,152 bytes "BFloat16", 32),
+ *    the gradients' all-to-all in uint8 as above.
+ *  - the all-gather form (Llama 3's), delayed: the forward gathers cp x
+ *    the uint8 block, 2,097,152 bytes "Byte", the backward reduce-scatters
+ *    the gradients in bf16, 4,194,304 bytes.
+ */
+static void test_fp8_cp_ring(void **state)
+{
+	static const struct {
+		int recipe, fp8_attn, ag;
+		int kv1, kv2, kvdkv, a2a; /* SendRecvs of 1 B and 2 B blocks, of
+					   * block and gradient; all-to-alls */
+	} want[] = {{LAYOUT_FP8_DELAYED, 0, 0, 0, 16, 16, 0},
+		    {LAYOUT_FP8_DELAYED, 1, 0, 32, 0, 0, 16},
+		    {LAYOUT_FP8_CURRENT, 1, 0, 32, 0, 0, 16},
+		    {LAYOUT_FP8_MXFP8, 1, 0, 0, 32, 0, 16},
+		    {LAYOUT_FP8_DELAYED, 1, 1, 0, 0, 0, 0}};
+	struct hw_profile bw, quiet = hw;
+	(void)state;
+	fp8_gpu(&bw);
+	bw.slow_compute = bw.slow_comm = quiet.slow_compute = quiet.slow_comm = 0;
+	/* kperf_cp_kv_bytes: the activations' bytes without fp8 attention
+	 * (fp32's 4), 1 with it but mxfp8's blocks (bf16, 2); the
+	 * gradients' all-to-all 1 under every recipe */
+	assert_true(kperf_cp_kv_bytes(HW_FP32, LAYOUT_FP8_DELAYED, 0, 1) == 4);
+	assert_true(kperf_cp_kv_bytes(HW_FP8, LAYOUT_FP8_MXFP8, 0, 0) == 2);
+	assert_true(kperf_cp_kv_bytes(HW_BF16, LAYOUT_FP8_MXFP8, 1, 0) == 1);
+	assert_true(kperf_cp_kv_bytes(HW_FP8, LAYOUT_FP8_BLOCKWISE, 1, 0) == 1);
+	assert_true(kperf_cp_kv_bytes(HW_FP4, LAYOUT_FP8_DELAYED, 1, 0) == 1);
+	assert_true(kperf_cp_kv_bytes(HW_FP8, LAYOUT_FP8_MXFP8, 1, 0) == 2);
+	assert_true(kperf_cp_kv_bytes(HW_FP8, LAYOUT_FP8_MXFP8, 1, 1) == 1);
+	for (size_t k = 0; k < sizeof(want) / sizeof(want[0]); k++) {
+		struct synth_in in;
+		struct synth_out so;
+		struct settle_out st;
+		struct graph *g;
+		int waited = 0;
+		small(&in);
+		in.hw = want[k].recipe == LAYOUT_FP8_MXFP8 ? &bw : &quiet;
+		/* no host costs, attention kernels far shorter than the
+		 * all-to-all: what follows the last step waits for it */
+		in.cpu_op_s = in.launch_s = in.event_s = in.gpu_lag_s = 0;
+		in.scale[KC_ATTENTION] = 0.01;
+		in.lay.cp = 2;
+		in.lay.dtype = HW_FP8;
+		in.lay.fp8_recipe = want[k].recipe;
+		in.lay.fp8_attention = want[k].fp8_attn;
+		in.lay.cp_comm = want[k].ag ? LAYOUT_CP_ALLGATHER : LAYOUT_CP_P2P;
+		g = build(&in, &so, &st);
+		assert_int_equal(colls_of(g, GC_SEND_RECV, 1048576, "Byte"), want[k].kv1);
+		assert_int_equal(colls_of(g, GC_SEND_RECV, 2097152, "BFloat16"), want[k].kv2);
+		assert_int_equal(colls_of(g, GC_SEND_RECV, 4194304, "BFloat16"), want[k].kvdkv);
+		assert_int_equal(colls_of(g, GC_ALL_TO_ALL, 2097152, "Byte"), want[k].a2a);
+		if (want[k].ag) {
+			assert_int_equal(colls_of(g, GC_ALL_GATHER, 2097152, "Byte"), 16);
+			assert_int_equal(colls_of(g, GC_REDUCE_SCATTER, 4194304, "BFloat16"), 16);
+		}
+		for (uint32_t i = 0; i < g->n_colls; i++) {
+			const struct graph_coll *x = &g->colls[i];
+			uint32_t u = x->node, v, p;
+			if (x->kind != GC_ALL_TO_ALL)
+				continue;
+			assert_int_equal(x->group_size, 2);
+			/* the last step's kernel, beside it (the one that
+			 * starts nearest), and the compute stream's next kernel
+			 * (a stream's tasks are contiguous, in order) */
+			p = UINT32_MAX;
+			for (v = 0; v < g->n_nodes; v++)
+				if (g->procs[g->proc[v]].rank == g->procs[g->proc[u]].rank &&
+				    strcmp(strtab_get(&g->st, g->name[v]),
+					   "flash_bwd_dq_dk_dv_loop_seqk_parallel_kernel") == 0 &&
+				    (p == UINT32_MAX || llabs(g->start_ns[v] - g->start_ns[u]) <
+							    llabs(g->start_ns[p] - g->start_ns[u])))
+					p = v;
+			assert_true(p != UINT32_MAX);
+			for (v = p + 1; v < g->n_nodes && g->proc[v] == g->proc[p]; v++)
+				if (g->kind[v] == GN_KERNEL)
+					break;
+			assert_true(v < g->n_nodes && g->proc[v] == g->proc[p]);
+			assert_true(g->start_ns[v] >= g->start_ns[u] + g->dur_ns[u]);
+			waited++;
+		}
+		assert_int_equal(waited, want[k].a2a);
+		synth_out_release(&so);
+		graph_free(g);
+	}
+}
+
+/*
  * FP8 primary weights (layout.h fp8_param_gather: Megatron-LM's
  * --fp8-param-gather; docs/MODEL.md "FP8 primary weights"), the small GPT
  * by hand on the H100 profile (fp8 GEMMs TN-only), fp8 delayed scaling,
@@ -6907,7 +7082,8 @@ static void test_exec_stage_host(void **state)
 /* Host-bound steps, the estimate against the simulation: a small model
  * (4 layers, h 512, s 512) at microbatch 1, 4 microbatches, eager, under
  * each form that launches collectives (tp 2, tp 2 with sp, cp 2 as a
- * ring, an all-gather and all-to-alls, MoE over ep 2 and dp 2).  Both say
+ * ring -- and under fp8 attention, its gradients' all-to-all --, an
+ * all-gather and all-to-alls, MoE over ep 2 and dp 2).  Both say
  * the host sets the step: the estimate's slot is its host's launches
  * (the layers' synth_layer_host, the embedding's and head's), longer than
  * the slot's GPU side, and the simulated step's host thread is busy over
@@ -6941,9 +7117,10 @@ static void estimate_of(const struct synth_in *in, int global_batch, struct anal
 
 static void test_exec_host_verdict(void **state)
 {
-	enum { TP, SP, RING, AG, A2A, MOE, NF };
-	static const char *const names[NF] = {"tp 2",	  "tp 2 sp", "cp 2 ring", "cp 2 all-gather",
-					      "cp 2 a2a", "ep 2 MoE"};
+	enum { TP, SP, RING, RING8, AG, A2A, MOE, NF };
+	static const char *const names[NF] = {
+	    "tp 2",	"tp 2 sp", "cp 2 ring", "cp 2 ring, fp8 attention", "cp 2 all-gather",
+	    "cp 2 a2a", "ep 2 MoE"};
 	(void)state;
 	for (int form = 0; form < NF; form++) {
 		struct synth_in in;
@@ -6968,10 +7145,11 @@ static void test_exec_host_verdict(void **state)
 		in.lay.microbatches = 4;
 		in.lay.tp = form == TP || form == SP || form == MOE ? 2 : 1;
 		in.lay.sp = form == SP || form == MOE;
-		in.lay.cp = form == RING || form == AG || form == A2A ? 2 : 1;
+		in.lay.cp = form == RING || form == RING8 || form == AG || form == A2A ? 2 : 1;
 		in.lay.cp_comm = form == AG    ? LAYOUT_CP_ALLGATHER
 				 : form == A2A ? LAYOUT_CP_A2A
 					       : LAYOUT_CP_P2P;
+		in.lay.fp8_attention = form == RING8;
 		if (form == MOE)
 			in.lay.dp = in.lay.ep = 2;
 		nm = llm_moe_layers(&in.m);
@@ -7935,6 +8113,8 @@ int main(void)
 	    cmocka_unit_test(test_fp8_param_gather),
 	    cmocka_unit_test(test_coll_dtypes),
 	    cmocka_unit_test(test_fp32_activations),
+	    cmocka_unit_test(test_fp8_tp_gathers),
+	    cmocka_unit_test(test_fp8_cp_ring),
 	    cmocka_unit_test(test_mla_layer),
 	    cmocka_unit_test(test_mla_load),
 	    cmocka_unit_test(test_cp_ring),

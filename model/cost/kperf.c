@@ -483,6 +483,15 @@ double kperf_lowp_gather_bytes(int dtype, int recipe, int exec, int usage)
 	return (usage == KPERF_GATHER_BOTH ? 2 : 1) * kperf_lowp_copy_bytes(dtype, recipe);
 }
 
+double kperf_cp_kv_bytes(int dtype, int recipe, int fp8_attention, int grad)
+{
+	if (!fp8_attention)
+		return kperf_act_bytes(dtype);
+	if (grad)
+		return 1;
+	return dtype == HW_FP8 && recipe == LAYOUT_FP8_MXFP8 ? kperf_act_bytes(dtype) : 1;
+}
+
 /* Transformer Engine's per-tensor fp8 cast of n values: with its
  * transposed copy (2 bytes read, 1 + 1 written), or alone where the GPU's
  * fp8 GEMMs take either layout (any_layout: 2 + 1). */

@@ -307,9 +307,46 @@ double kperf_lowp_norm_out_bytes(int dtype, int recipe, int exec);
  * (NVFP4, _all_gather_nvfp4) gather each usage's data and its scales
  * (kperf_lowp_copy_bytes): ROW and COL one copy, BOTH two.  torchao's
  * Float8Linear under torch.compile: 2; runs without fp8 or fp4 their
- * activations' kperf_act_bytes (2, fp32's 4). */
+ * activations' kperf_act_bytes (2, fp32's 4).  Userbuffers
+ * (--tp-comm-overlap: module/base.py fill_userbuffers_buffer_for_all_gather
+ * into initialize_ub's uint8 all-gather buffers) gathers the same bytes
+ * (layer.c tp_side_begin); it refuses blockwise and fp4, priced here as
+ * the NCCL path. */
 enum kperf_gather { KPERF_GATHER_BF16, KPERF_GATHER_ROW, KPERF_GATHER_COL, KPERF_GATHER_BOTH };
 double kperf_lowp_gather_bytes(int dtype, int recipe, int exec, int usage);
+
+/*
+ * Bytes a value of the key-value blocks context parallelism moves
+ * (Transformer Engine's attention/dot_product_attention/
+ * context_parallel.py), K's and V's (grad 0) or their gradients' (grad 1),
+ * by whether the attention core runs in fp8 (fp8_attention, Megatron-LM's
+ * --fp8-dot-product-attention: the recipe's fp8_dpa).  Without it the
+ * activations' kperf_act_bytes, both ways.  With it:
+ *   K and V  1 byte under the per-tensor recipes: AttnFuncWithCPAndKVP2P
+ *            quantises q, k and v before the ring (combine_and_quantize
+ *            with the QKV quantizer) and concatenates their uint8 data,
+ *            p2p_comm_buffers[0] = torch.cat((k.view(-1), v.view(-1)));
+ *            AttnFuncWithCPAndKVAllGather gathers the same uint8 k and v.
+ *            Under mxfp8 (dtype fp8, recipe mxfp8) q, k and v stay in the
+ *            autocast's bf16 (fwd_nominal_dtype), quantised at each step
+ *            after the transfer: kperf_act_bytes.  A run whose GEMMs are
+ *            not fp8 (bf16 with --fp8-attention, fp4) or blockwise
+ *            (Transformer Engine's fused attention refuses
+ *            Float8BlockScaling and NVFP4 recipes, utils.py
+ *            get_attention_backend; NVTE_DPA_FP8_RECIPE switches the
+ *            attention to a per-tensor one) is taken as per tensor: 1.
+ *   dK, dV   1 byte under every recipe: the ring's backward under fp8
+ *            carries K and V alone and the gradients of every step go by
+ *            one all-to-all at the last step, a uint8 buffer of cp times
+ *            the block (backward: dkv_send_buffer, buffer_dtype
+ *            torch.uint8, all_to_all_single over cp_group).
+ * The all-gather form's reduce-scatter of the gradients stays in the
+ * autocast's dtype (dk, dv allocated in fwd_nominal_dtype): grad 0's
+ * kperf_act_bytes, not this.  Ulysses' all-to-alls move bf16 q, k and v
+ * under --fp8-dot-product-attention (quantised after the all-to-all; only
+ * fp8_mha's fp8 inputs travel as uint8): kperf_act_bytes too.
+ */
+double kperf_cp_kv_bytes(int dtype, int recipe, int fp8_attention, int grad);
 
 /* Bytes a value of one usage's copy (row-wise or column-wise) of a tensor
  * quantised under dtype and recipe, its scales included (Transformer

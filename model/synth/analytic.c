@@ -105,6 +105,19 @@ struct terms {
 					     * forward and backward */
 };
 
+/* The ring's q ranks as one group (layer.c cp_ring_group): within a
+ * domain where the layer's cp x tp ranks fit, else as many in a domain as
+ * its tensor-parallel groups leave room for, one where Ulysses' a ranks
+ * fill it. */
+static struct comm_group ring_group(const struct analytic_in *in, int q, int a)
+{
+	const struct layout *l = &in->lay;
+	int d = hw_domain(in->hw), cap = a > 1 ? 1 : d / l->tp;
+	if ((long)layout_cp(l) * l->tp <= d)
+		return (struct comm_group){q, q};
+	return (struct comm_group){q, comm_per_domain(q, cap > 0 ? cap : 1)};
+}
+
 /* Context parallelism's exposed time a layer.  Ring attention: cp - 1
  * key-value transfers forward (and again when the forward is recomputed),
  * cp - 1 of twice the bytes backward, each beside one step of the ring (la
@@ -113,7 +126,10 @@ struct terms {
  * attention (again when recomputed), reduce-scatter their gradients after
  * it, neither hidden.  Ulysses (a2a, and a2a+p2p within a domain): four
  * all-to-alls a layer forward and backward, exposed, and a2a+p2p's ring
- * over the cp / a groups as above. */
+ * over the cp / a groups as above.  Under fp8 attention the backward's
+ * transfers carry the key-value block alone, its gradients one all-to-all
+ * beside the last step, and the blocks and gathers move fp8 bytes
+ * (kperf_cp_kv_bytes, as layer.c's ring_attn and allgather_attn). */
 static double cp_terms(const struct analytic_in *in, const struct terms *T)
 {
 	const struct hw_profile *hw = in->hw;
@@ -124,7 +140,12 @@ static double cp_terms(const struct analytic_in *in, const struct terms *T)
 	int a = layout_cp_a2a(l, hw_domain(hw)), q = cp / (a > 0 ? a : 1);
 	double kv = llm_kv_heads(m) < tp ? 1 : (double)llm_kv_heads(m) / tp,
 	       ab = kperf_act_bytes(l->dtype);
-	double bytes = 2.0 * l->mbs * m->seq / cp * kv * llm_head_dim(m) * ab, tf, tb, t = 0;
+	/* K's and V's values, and their bytes a value on the wire and their
+	 * gradients' (kperf_cp_kv_bytes: fp8 under fp8_attention). */
+	double n = 2.0 * l->mbs * m->seq / cp * kv * llm_head_dim(m), tf, tb, ta = 0, t = 0;
+	double eb = kperf_cp_kv_bytes(l->dtype, l->fp8_recipe, l->fp8_attention, 0),
+	       gb = kperf_cp_kv_bytes(l->dtype, l->fp8_recipe, l->fp8_attention, 1);
+	double bytes = n * eb;
 	struct comm_group g = {2, (long)cp * tp <= hw_domain(hw) ? 2 : 1};
 	struct comm_est ce;
 
@@ -136,7 +157,7 @@ static double cp_terms(const struct analytic_in *in, const struct terms *T)
 		double tg, tr;
 		comm_time(hw, GC_ALL_GATHER, bytes * cp, ga, in->comm_eff, COMM_AUTO, &ce);
 		tg = ce.time_s;
-		comm_time(hw, GC_REDUCE_SCATTER, bytes * cp, ga, in->comm_eff, COMM_AUTO, &ce);
+		comm_time(hw, GC_REDUCE_SCATTER, n * ab * cp, ga, in->comm_eff, COMM_AUTO, &ce);
 		tr = ce.time_s;
 		return fr * tg + tr;
 	}
@@ -160,13 +181,23 @@ static double cp_terms(const struct analytic_in *in, const struct terms *T)
 	}
 	if (q <= 1)
 		return t;
-	/* The ring over the q groups: each transfer beside one of its steps. */
+	/* The ring over the q groups: each transfer beside one of its steps;
+	 * backward the block and its gradient, or under fp8 attention the
+	 * block alone and the gradients' all-to-all beside the last step
+	 * (layer.c ring_attn). */
 	comm_time(hw, GC_SEND_RECV, bytes, g, in->comm_eff, COMM_AUTO, &ce);
 	tf = ce.time_s;
-	comm_time(hw, GC_SEND_RECV, 2 * bytes, g, in->comm_eff, COMM_AUTO, &ce);
+	comm_time(hw, GC_SEND_RECV, l->fp8_attention ? bytes : 2 * bytes, g, in->comm_eff,
+		  COMM_AUTO, &ce);
 	tb = ce.time_s;
-	return t + (q - 1) * (fr * (tf > T->la / q ? tf - T->la / q : 0) +
-			      (tb > 2 * T->la / q ? tb - 2 * T->la / q : 0));
+	if (l->fp8_attention) {
+		comm_time(hw, GC_ALL_TO_ALL, q * n * gb, ring_group(in, q, a), in->comm_eff,
+			  COMM_AUTO, &ce);
+		ta = ce.time_s > 2 * T->la / q ? ce.time_s - 2 * T->la / q : 0;
+	}
+	return t + ta +
+	       (q - 1) * (fr * (tf > T->la / q ? tf - T->la / q : 0) +
+			  (tb > 2 * T->la / q ? tb - 2 * T->la / q : 0));
 }
 
 /* An MoE layer's collectives: the dispatcher's, its all-to-alls beside the

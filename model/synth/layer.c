@@ -338,13 +338,28 @@ static void side_joined(struct ctx *c, int r)
 	c->dry_side_s = 0;
 }
 
-static void tp_side_begin(struct ctx *c, int r, const struct shape *z, int k1, int k2)
+/* The side stream's collectives over b s h: a reduce-scatter (rs: of a
+ * row-parallel GEMM's bf16 output, or a column-parallel one's input
+ * gradient) and then an all-gather of gb bytes a value where gb > 0.
+ * Userbuffers gathers what the NCCL path gathers (gather_bytes): module/
+ * base.py fill_userbuffers_buffer_for_all_gather copies a per-tensor fp8
+ * tensor's uint8 data into the communicator's buffer (Megatron-LM's
+ * initialize_tp_communicators passes UserBufferQuantizationMode.FP8 under
+ * --fp8, and initialize_ub makes every all-gather buffer, qkv_fprop,
+ * fc1_fprop, proj_dgrad, fc2_dgrad and the bulk qkv_dgrad, fc1_dgrad,
+ * torch.uint8: fp8_buf), an mxfp8 one's data of one usage with its scales
+ * all-gathered beside it (and linear.py's backward gathers the output
+ * gradient's column-wise copy again for wgrad, over the *_wgrad buffer:
+ * both usages, as KPERF_GATHER_BOTH); the reduce-scatter buffers
+ * (proj_fprop, fc2_fprop, qkv_wgrad, fc1_wgrad) stay bf16. */
+static void tp_side_begin(struct ctx *c, int r, const struct shape *z, int rs, double gb)
 {
 	double comm0 = c->dry_comm_s;
 	se_event_wait(c, r, S_COMPUTE, S_TP);
-	tp_coll(c, r, z, S_TP, k1);
-	if (k2 >= 0)
-		tp_coll(c, r, z, S_TP, k2);
+	if (rs)
+		tp_coll(c, r, z, S_TP, GC_REDUCE_SCATTER);
+	if (gb > 0)
+		tp_coll_eb(c, r, z, S_TP, GC_ALL_GATHER, z->h, gb);
 	side_issued(c, comm0);
 }
 
@@ -444,24 +459,41 @@ static void attn_op(struct ctx *c, const struct shape *z, int dtype, int bwd)
  * Each later step's output is merged into the running one by its
  * log-sum-exp (a memory-bound correction).  Backward: the same ring, each
  * transfer carrying the key-value block and its accumulated gradient
- * (twice the bytes).  The transfers ride the side stream that TP overlap
+ * (twice the bytes); under fp8 attention (fp8_attention) each transfer
+ * carries the block alone and the gradients of every step go by one
+ * all-to-all over the ring's ranks issued before the last step and waited
+ * after it (context_parallel.py backward: all_to_all_single of the uint8
+ * dkv_send_buffer at i == cp_size - 1), the blocks' bytes a value
+ * kperf_cp_kv_bytes's.  The transfers ride the side stream that TP overlap
  * uses (S_TP; they never run at once within a layer).  Each is a GN_COLL
  * of one member present (its neighbours are not simulated), so contention
  * slows it and the attention beside it, as NCCL's SendRecv kernel takes
  * SMs (docs/MODEL.md, "Contention").
  */
-static double cp_kv_bytes(const struct shape *z)
+/* The values of the rank's K and V blocks (its key-value heads', or one
+ * head where they are fewer than the tensor-parallel ranks). */
+static double cp_kv_values(const struct shape *z)
 {
 	double kv = z->kv < z->t ? 1 : z->kv / z->t;
-	return 2 * z->b * z->s * kv * z->d * z->ab;
+	return 2 * z->b * z->s * kv * z->d;
 }
 
-/* A ring step's transfer in process group pg (the rank's "cp.R"). */
-static void cp_transfer(struct ctx *c, int r, const struct shape *z, double bytes, const char *pg)
+/* Bytes a value of those blocks (grad 0) or of their gradients (grad 1)
+ * on the wire: kperf_cp_kv_bytes (fp8 under --fp8-attention). */
+static double cp_kv_eb(const struct ctx *c, int grad)
+{
+	const struct layout *l = &c->in->lay;
+	return kperf_cp_kv_bytes(l->dtype, l->fp8_recipe, l->fp8_attention, grad);
+}
+
+/* A ring step's transfer in process group pg (the rank's "cp.R"), of
+ * elements of eb bytes (Kineto's dtype: Byte for fp8's uint8 data). */
+static void cp_transfer(struct ctx *c, int r, const struct shape *z, double bytes, double eb,
+			const char *pg)
 {
 	se_event_wait(c, r, S_COMPUTE, S_TP);
-	se_collective(c, r, S_TP, GC_SEND_RECV, "ncclDevKernel_SendRecv", bytes,
-		      (struct comm_group){2, z->cp_per_node}, pg);
+	se_collective_dt(c, r, S_TP, GC_SEND_RECV, "ncclDevKernel_SendRecv", bytes,
+			 (struct comm_group){2, z->cp_per_node}, pg, se_dtype(c, eb));
 }
 
 /*
@@ -479,22 +511,38 @@ static void allgather_attn(struct ctx *c, int r, const struct shape *z, int bwd)
 	int dt = layout_attn_dtype(&c->in->lay), pass = bwd ? 1 : 0;
 	double heads = z->a / z->t, d = z->d, t;
 	double f = (bwd ? 8 : 4) * z->b * z->s_full * z->s_full * z->w / z->t / z->cp;
-	double gathered = cp_kv_bytes(z) * z->cp;
+	double gathered = cp_kv_values(z) * z->cp, eb = cp_kv_eb(c, 0);
 	int cap = c->in->hw ? hw_domain(c->in->hw) / (int)z->t : 1;
 	struct comm_group g = {z->cp, comm_per_domain(z->cp, cap)};
 	char pg[32];
 	snprintf(pg, sizeof(pg), "cp.%d", r);
 	if (!bwd)
-		se_collective(c, r, S_COMPUTE, GC_ALL_GATHER, "ncclDevKernel_AllGather_RING_LL",
-			      gathered, g, pg);
+		se_collective_dt(c, r, S_COMPUTE, GC_ALL_GATHER, "ncclDevKernel_AllGather_RING_LL",
+				 gathered * eb, g, pg, se_dtype(c, eb));
 	t = ktime(c, KC_ATTENTION, dt, f, ew((bwd ? 4 : 3) * z->b * z->s * z->w / z->t, 1),
 		  kperf_attn_s(c->hw, dt, pass, z->b, heads, z->s, z->s_full / 2, d, 0));
 	se_launch(c, r, S_COMPUTE, GN_KERNEL,
 		  bwd ? "flash_bwd_dq_dk_dv_loop_seqk_parallel_kernel" : "flash_fwd_kernel", t,
 		  NULL);
-	if (bwd)
+	if (bwd) /* the gradients in the autocast's dtype (kperf_cp_kv_bytes) */
 		se_collective(c, r, S_COMPUTE, GC_REDUCE_SCATTER,
-			      "ncclDevKernel_ReduceScatter_Sum_bf16_RING_LL", gathered, g, pg);
+			      "ncclDevKernel_ReduceScatter_Sum_bf16_RING_LL", gathered * z->ab, g,
+			      pg);
+}
+
+/* The ring's cp ranks as one group (its gradients' all-to-all under fp8
+ * attention): within an NVLink domain where the layer's cp x tp ranks fit
+ * (cp_per_node), else as many in a domain as its tensor-parallel groups
+ * leave room for (allgather_attn's), one where Ulysses' ranks fill it
+ * (a2a+p2p's ring over the cp / a groups). */
+static struct comm_group cp_ring_group(const struct ctx *c, const struct shape *z)
+{
+	int d = c->in->hw ? hw_domain(c->in->hw) : 1, cap = d / (int)z->t;
+	if (z->cp_per_node == 2)
+		return (struct comm_group){z->cp, z->cp};
+	if (layout_cp_a2a(&c->in->lay, d) > 1)
+		cap = 1;
+	return (struct comm_group){z->cp, comm_per_domain(z->cp, cap > 0 ? cap : 1)};
 }
 
 static void ring_attn(struct ctx *c, int r, const struct shape *z, int bwd)
@@ -504,7 +552,12 @@ static void ring_attn(struct ctx *c, int r, const struct shape *z, int bwd)
 	/* The model FLOPs of the rank's share (4 b s^2 w / (t cp) forward,
 	 * twice that backward), spread evenly over the steps. */
 	double f = (bwd ? 8 : 4) * z->b * z->s_full * z->s_full * z->w / z->t / z->cp / z->cp;
-	double bytes = cp_kv_bytes(z) * (bwd ? 2 : 1), out = z->b * z->s * z->w / z->t;
+	/* Under fp8 attention the backward's transfers carry K and V alone,
+	 * the gradients going by one all-to-all at the last step (a2a:
+	 * kperf_cp_kv_bytes); else each carries the block and its gradient. */
+	int a2a = bwd && c->in->lay.fp8_attention, comm = !(c->dry && c->dry_comm);
+	double eb = cp_kv_eb(c, 0), n = cp_kv_values(z);
+	double bytes = n * eb * (bwd && !a2a ? 2 : 1), out = z->b * z->s * z->w / z->t;
 	char pg[32];
 	snprintf(pg, sizeof(pg), "cp.%d", r); /* once, not a step (issue 38) */
 	for (int i = 0; i < z->cp; i++) {
@@ -513,8 +566,15 @@ static void ring_attn(struct ctx *c, int r, const struct shape *z, int bwd)
 			se_event_wait(c, r, S_TP, S_COMPUTE);
 		/* (a dry run's launches and events too; its transfer's time
 		 * is not a tensor-parallel collective's: synth_layer_tp_s) */
-		if (i < z->cp - 1 && !(c->dry && c->dry_comm))
-			cp_transfer(c, r, z, bytes, pg);
+		if (i < z->cp - 1 && comm)
+			cp_transfer(c, r, z, bytes, eb, pg);
+		if (i == z->cp - 1 && a2a && comm) { /* dkv_send_buffer's all-to-all */
+			se_event_wait(c, r, S_COMPUTE, S_TP);
+			se_collective_dt(c, r, S_TP, GC_ALL_TO_ALL,
+					 "ncclDevKernel_SendRecv_alltoall",
+					 z->cp * n * cp_kv_eb(c, 1), cp_ring_group(c, z), pg,
+					 se_dtype(c, cp_kv_eb(c, 1)));
+		}
 		t = ktime(c, KC_ATTENTION, dt, f, ew(3 * z->b * sq * z->w / z->t, 1),
 			  kperf_attn_s(c->hw, dt, pass, z->b, heads, sq, z->s, d, i == 0));
 		se_launch(c, r, S_COMPUTE, GN_KERNEL,
@@ -524,6 +584,8 @@ static void ring_attn(struct ctx *c, int r, const struct shape *z, int bwd)
 			sl_kernel(c, r, KC_ELEMENTWISE, "flash_attn_fwd_out_correction",
 				  ew(out, 2) + 8 * z->b * z->s * heads);
 	}
+	if (a2a && comm) /* the gradients received after the last step */
+		se_event_wait(c, r, S_TP, S_COMPUTE);
 }
 
 static void flash(struct ctx *c, int r, const struct shape *z, int dt, int bwd);
@@ -1631,7 +1693,7 @@ static void attn_block_fwd(struct ctx *c, int r, const struct shape *z)
 	} else {
 		ln_norm(c, r, nh, LAYOUT_LORA_QKV);
 		if (ov) /* the all-gather of the normed input beside the QKV GEMM */
-			tp_side_begin(c, r, z, GC_ALL_GATHER, -1);
+			tp_side_begin(c, r, z, 0, gather_bytes(c, LAYOUT_LORA_QKV));
 		linear_fwd_of(c, r, "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_qkv", bs, z->qkv_r,
 			      z->h, ln_linear_of(c, LAYOUT_LORA_QKV));
 		if (ov)
@@ -1640,7 +1702,7 @@ static void attn_block_fwd(struct ctx *c, int r, const struct shape *z)
 	}
 	sl_attn_fwd(c, r, z);
 	if (ov) /* the projection's reduce-scatter beside its GEMM */
-		tp_side_begin(c, r, z, GC_REDUCE_SCATTER, -1);
+		tp_side_begin(c, r, z, 1, 0);
 	linear_fwd(c, r, "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_proj", bs, z->h, z->wo / t);
 	if (ov)
 		tp_side_end(c, r);
@@ -1782,7 +1844,7 @@ static void mamba_fwd(struct ctx *c, int r, const struct shape *z)
 	int ov = tp_overlapped(c, z);
 	ln_norm(c, r, nh, -1);
 	if (ov)
-		tp_side_begin(c, r, z, GC_ALL_GATHER, -1);
+		tp_side_begin(c, r, z, 0, gather_bytes(c, -1));
 	linear_fwd_of(c, r, "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_in_proj", bs, mamba_proj_r(z),
 		      z->h, KPERF_CAST_NORMED);
 	if (ov)
@@ -1794,7 +1856,7 @@ static void mamba_fwd(struct ctx *c, int r, const struct shape *z)
 	sl_kernel(c, r, KC_ELEMENTWISE, "mamba_out_transpose_copy", ew(bs * di, 1));
 	sl_kernel(c, r, KC_NORM, "rmsnorm_gated_fwd_kernel", ew(bs * di, 2));
 	if (ov)
-		tp_side_begin(c, r, z, GC_REDUCE_SCATTER, -1);
+		tp_side_begin(c, r, z, 1, 0);
 	linear_fwd(c, r, "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_out_proj", bs, z->h, di);
 	if (ov)
 		tp_side_end(c, r);
@@ -1820,7 +1882,7 @@ static void mamba_bwd(struct ctx *c, int r, const struct shape *z)
 	int ov = tp_overlapped(c, z);
 	dropout_bwd(c, r, "masked_scale_kernel_dropout_backward", nh);
 	if (ov)
-		tp_side_begin(c, r, z, GC_REDUCE_SCATTER, GC_ALL_GATHER);
+		tp_side_begin(c, r, z, 1, gather_bytes(c, GATHER_GRAD));
 	else
 		tp_grad_gather(c, r, z);
 	linear_bwd(c, r, "out_proj", bs, z->h, di, 0);
@@ -1867,7 +1929,7 @@ static void mlp_fwd(struct ctx *c, int r, const struct shape *z)
 	double bs = z->b * z->s, t = z->t;
 	int ov = tp_overlapped(c, z);
 	if (ov)
-		tp_side_begin(c, r, z, GC_ALL_GATHER, -1);
+		tp_side_begin(c, r, z, 0, gather_bytes(c, LAYOUT_LORA_FC1));
 	linear_fwd_of(c, r, "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_fc1", bs, z->f_in / t, z->h,
 		      ln_linear_of(c, LAYOUT_LORA_FC1));
 	if (ov)
@@ -1879,7 +1941,7 @@ static void mlp_fwd(struct ctx *c, int r, const struct shape *z)
 		sl_kernel(c, r, KC_ELEMENTWISE, "vectorized_elementwise_kernel<GeluCUDAKernelImpl>",
 			  ew(bs * z->f / t, 1));
 	if (ov)
-		tp_side_begin(c, r, z, GC_REDUCE_SCATTER, -1);
+		tp_side_begin(c, r, z, 1, 0);
 	linear_fwd(c, r, "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_fc2", bs, z->h, z->f / t);
 	if (ov)
 		tp_side_end(c, r);
@@ -2054,7 +2116,7 @@ static void mlp_block_bwd(struct ctx *c, int r, const struct shape *z)
 		}
 		lora_bwd(c, r, z, LAYOUT_LORA_FC2, z->f, z->h, 1);
 		if (ov) /* the gradient's gather beside FC2's gradient GEMMs */
-			tp_side_begin(c, r, z, GC_REDUCE_SCATTER, GC_ALL_GATHER);
+			tp_side_begin(c, r, z, 1, gather_bytes(c, GATHER_GRAD));
 		else
 			tp_grad_gather(c, r, z);
 		gemm_bwd(c, r, "fc2", bs, z->h, z->f / t);
@@ -2084,7 +2146,7 @@ static void attn_block_bwd(struct ctx *c, int r, const struct shape *z)
 	dropout_bwd(c, r, "masked_scale_kernel_dropout_backward", nh);
 	lora_bwd(c, r, z, LAYOUT_LORA_PROJ, z->wo, z->h, 1);
 	if (ov)
-		tp_side_begin(c, r, z, GC_REDUCE_SCATTER, GC_ALL_GATHER);
+		tp_side_begin(c, r, z, 1, gather_bytes(c, GATHER_GRAD));
 	else
 		tp_grad_gather(c, r, z);
 	gemm_bwd(c, r, "proj", bs, z->h, z->wo / t);
