@@ -128,8 +128,9 @@ static void test_measured_maxima(void **state)
 		}
 		/* Attention: each pass's peak times its best head-dim factor
 		 * against the best rate its family's fused rows (not
-		 * FlashAttention-2's, not windowed) measured, FlashAttention's
-		 * count; the rate of a long non-causal pass at head dim 128. */
+		 * FlashAttention-2's) measured, FlashAttention's count (a
+		 * window's pairs where it has one); the rate of a long
+		 * non-causal pass at head dim 128. */
 		for (int d = 0; d < HW_NDTYPES; d++)
 			for (int q = 0; q < 2; q++) {
 				const struct hw_attn *a = &hw.k.attn[d];
@@ -138,11 +139,11 @@ static void test_measured_maxima(void **state)
 					const struct kbench_row *r = &kb.rows[i];
 					double rt;
 					if (r->cls != (q ? KB_ATTN_BWD : KB_ATTN_FWD) ||
-					    r->dtype != d || r->fa2 || r->window > 0 ||
+					    r->dtype != d || r->fa2 ||
 					    strcmp(kbench_family(r->profile), kbench_family(name)))
 						continue;
-					rt = kperf_attn_flops(q, r->b, r->heads, r->sq, r->skv,
-							      r->d, r->causal) /
+					rt = kperf_attn_win_flops(q, r->b, r->heads, r->sq, r->skv,
+								  r->d, r->causal, r->window) /
 					     r->time_s;
 					best = rt > best ? rt : best;
 				}
@@ -1177,9 +1178,10 @@ static void test_swiglu_activations(void **state)
  *  - every other layer windowed (global_every 2: layers 1, 3 global) of 4:
  *    2 + 2 x 516,160 / 8,390,656 full-attention layers;
  *  - kernel blocks of 128 queries over 1024 keys, window 128: each block's
- *    band is at most 255 keys: 128, then 7 x 255 -- a mean of 239.125
- *    keys against the causal 576 (128 x (1 + ... + 8) / 8); on a GPU whose
- *    attention has no fixed costs the kernel takes that ratio of the time.
+ *    band is two whole key blocks, 128 (1 + ceil(127 / 128)) = 256 keys:
+ *    128, then 7 x 256 -- a mean of 240 keys against the causal 576
+ *    (128 x (1 + ... + 8) / 8); on a GPU whose attention has no fixed
+ *    costs the kernel takes that ratio of the time.
  */
 static void test_window(void **state)
 {
@@ -1205,9 +1207,52 @@ static void test_window(void **state)
 	h.k.attn[HW_BF16] = (struct hw_attn){{50e12, 50e12}, {0, 0}, 0, 1, 1};
 	full = kperf_attn_s(&h, HW_BF16, 0, 1, 1, 1024, 1024, 128, 1);
 	win = kperf_attn_win_s(&h, HW_BF16, 0, 1, 1, 1024, 1024, 128, 1, 128);
-	assert_rel_close(win / full, 239.125 / 576, 1e-12);
+	assert_rel_close(win / full, 240.0 / 576, 1e-12);
 	assert_rel_close(kperf_attn_win_min_s(&h, HW_BF16, 0, 1, 1, 1024, 1024, 128, 1, 128), win,
 			 1e-12);
+}
+
+/*
+ * A windowed layer's backward (kperf.h), by hand, on cuDNN's H200 gpt-oss
+ * shape (../shared/kernels/attention.csv: batch 2, 64 heads, head dim 64,
+ * 2048 tokens, window 1024):
+ *  - FLOPs: queries 0..1022 see i + 1 keys (1,023 x 1,024 / 2 = 523,776
+ *    pairs), the other 1,025 see 1,024 (1,049,600): 1,573,376 pairs;
+ *    backward 2.5 x 4 x 2 x 64 x 64 x 1,573,376 = 128,890,961,920, what
+ *    cuDNN's row states (264 TFLOP/s x 0.488 ms = 128,832,000,000, its
+ *    TFLOP/s printed to three figures); forward 2.5 times less;
+ *  - the kernel's work: 16 key blocks, each with the query blocks of its
+ *    band, 128 (1 + ceil(1023 / 128)) = 1,152 rows, fewer before the
+ *    diagonal reaches it (128, 256, ..., 1,024): 4,608 + 8 x 1,152 =
+ *    13,824, a mean of 864; a block 2.5 x 4 x 128 x 864 x 64 = 70,778,880
+ *    FLOPs; one head on one SM at 50 TFLOP/s: 16 x 1.4155776 us, plus
+ *    16 fixed costs of 10 us x 64 / 128 (the backward's scale with the
+ *    head dim, the forward's do not): 102.6492416 us backward; the bound
+ *    the work alone, 22.6492416 us;
+ *  - forward: 16 x (70,778,880 / 2.5 / 50e12 + 10 us) = 169.05969664 us.
+ */
+static void test_window_bwd(void **state)
+{
+	struct hw_profile h = test_node(100, 0);
+	(void)state;
+	assert_true(kperf_attn_win_flops(1, 2, 64, 2048, 2048, 64, 1, 1024) == 128890961920.0);
+	assert_rel_close(kperf_attn_win_flops(1, 2, 64, 2048, 2048, 64, 1, 1024), 264e12 * 0.488e-3,
+			 1e-3);
+	assert_rel_close(kperf_attn_win_flops(0, 2, 64, 2048, 2048, 64, 1, 1024),
+			 128890961920.0 / 2.5, 1e-15);
+	/* no window, or one wider than the sequence: FlashAttention's causal
+	 * count (half the square) */
+	assert_true(kperf_attn_win_flops(1, 2, 64, 2048, 2048, 64, 1, 0) ==
+		    kperf_attn_flops(1, 2, 64, 2048, 2048, 64, 1));
+	h.peak_flops[HW_BF16] = 100e12;
+	h.k.sms = 1;
+	h.k.attn[HW_BF16] = (struct hw_attn){{50e12, 50e12}, {10e-6, 10e-6}, 0, 1, 1};
+	assert_rel_close(kperf_attn_win_s(&h, HW_BF16, 1, 1, 1, 2048, 2048, 64, 1, 1024),
+			 102.6492416e-6, 1e-12);
+	assert_rel_close(kperf_attn_win_min_s(&h, HW_BF16, 1, 1, 1, 2048, 2048, 64, 1, 1024),
+			 22.6492416e-6, 1e-12);
+	assert_rel_close(kperf_attn_win_s(&h, HW_BF16, 0, 1, 1, 2048, 2048, 64, 1, 1024),
+			 169.05969664e-6, 1e-12);
 }
 
 /*
@@ -3864,6 +3909,7 @@ int main(void)
 	    cmocka_unit_test(test_head_dim),
 	    cmocka_unit_test(test_swiglu_activations),
 	    cmocka_unit_test(test_window),
+	    cmocka_unit_test(test_window_bwd),
 	    cmocka_unit_test(test_mla),
 	    cmocka_unit_test(test_activation_bytes_gpt3),
 	    cmocka_unit_test(test_fp8_weight_copies),

@@ -1166,8 +1166,11 @@ static void test_gpt3_175b(void **state)
 	/* At its own mix (session 26): 5.081641217 s, the burst, while the
 	 * pipeline's fill and drain counted as waiting; without them (its
 	 * slots' span, step_clock) the balance settles at 0.99581. */
-	assert_rel_close(predict_step_clock(&in), 0.995808, 1e-5);
-	assert_rel_close(full.iter_s, 5.094086984, 2e-7);
+	/* (0.995808 and 5.094086984 s until session 27's GH100 bf16
+	 * attention refit: forward tile 3.512 -> 3.907 us, overhead 0 ->
+	 * 2.325 us, backward tile 28.743 -> 28.424 us at head dim 128) */
+	assert_rel_close(predict_step_clock(&in), 0.995637, 1e-5);
+	assert_rel_close(full.iter_s, 5.098679745, 2e-7);
 	assert_true(hier.iter_s == full.iter_s);
 	{
 		struct hw_profile burst = hw;
@@ -1180,8 +1183,10 @@ static void test_gpt3_175b(void **state)
 		 * bandwidth, above; 5.006557756 s and 1.0624: above; the
 		 * ratio 1.0602 while every step ran at the reference mix's
 		 * 0.91) */
-		assert_rel_close(b.iter_s, 5.081641217, 2e-7);
-		assert_rel_close(full.iter_s / b.iter_s, 1.00245, 1e-4);
+		/* (5.081641217 s and 1.00245 before session 27's attention
+		 * refit, above) */
+		assert_rel_close(b.iter_s, 5.085722336, 2e-7);
+		assert_rel_close(full.iter_s / b.iter_s, 1.00255, 1e-4);
 		in.hw = &hw;
 	}
 	assert_true(hier.bubble == full.bubble);
@@ -1566,7 +1571,7 @@ static void test_extrapolate_gpipe(void **state)
 	     * 231,111 us until the embedding's own kernels, docs/MODEL.md
 	     * "The embedding's own kernels": 12 a microbatch on stage 0, their GPU
 	     * time exposed, the step 853.036 -> 853.227 ms) */
-	    {"gpt-small", 2, 2, 1, 2, LAYOUT_DP_FSDP, 160, LAYOUT_RECOMPUTE_NONE, 1, 1, 245014},
+	    {"gpt-small", 2, 2, 1, 2, LAYOUT_DP_FSDP, 160, LAYOUT_RECOMPUTE_NONE, 1, 1, 244374},
 	    /* (116,907 us until the backward's all-reduces ran beside the
 	     * weight gradients' GEMMs: more of the compute overlapped; the
 	     * step 1053.201 -> 1037.876 ms; 101,293 us until the
@@ -3319,11 +3324,14 @@ static void test_unit_eval(void **state)
 		}
 	print_message("evaluated %d, no map %d, contention %d, guard %d\n", n[0],
 		      n[SYNTH_EVAL_NOMAP], n[SYNTH_EVAL_CONTENTION], n[SYNTH_EVAL_GUARD]);
-	/* 24 of the 28: every layout without contention (pairs' maps
+	/* 23 of the 28: every layout without contention (pairs' maps
 	 * included), and with it all but the three the hybrid settles and the
-	 * launch-bound one whose pairs start before their guards */
-	assert_int_equal(n[0], 24);
-	assert_int_equal(n[SYNTH_EVAL_GUARD], 1);
+	 * launch-bound one and DualPipeV (case 11) whose pairs start before
+	 * their guards (DualPipeV evaluated until session 27, when the small
+	 * model's attention backward, head dim 64, got shorter: its pairs
+	 * moved) */
+	assert_int_equal(n[0], 23);
+	assert_int_equal(n[SYNTH_EVAL_GUARD], 2);
 }
 
 /* An argument: the tests whose names it matches (cmocka's filter). */

@@ -6666,11 +6666,13 @@ static void test_framework_kernels(void **state)
  * scaling, Adam), 18 x 26.6 us.  The simulation's step is the same
  * (within its closing sync's 2 us).  Under graphs the layers' host is 2
  * graph launches each, the embedding, head and optimizer eager: the
- * units are the GPU's with the eager embedding's launches (at s 1792: its
+ * units are the GPU's with the eager embedding's launches (at s 2304: its
  * 12 kernels' 319 us of launches outlast its GPU time, but a forward and
  * backward pair runs at the longer of its GPU side and both directions'
  * launches, unit_pace, so the slot is the compute, as before the
- * embedding's own kernels, docs/MODEL.md "The embedding's own kernels")
+ * embedding's own kernels, docs/MODEL.md "The embedding's own kernels";
+ * s 1792 until the attention backward's fixed cost went with the head
+ * dim, 64 here: the GPU side there, 620 us, now under the host's 661)
  * and the optimizer's launches, begun while the
  * GPU still runs the backward, set the step's end.  (At s 2048,
  * once H100's elementwise floor rose to 1.270 us, the GPU side with its
@@ -6733,11 +6735,11 @@ static void test_exec_analytic(void **state)
 	assert_int_equal(analytic_estimate(&a, &o, &err), 0);
 	assert_int_equal(predict_synth(&in, &p, NULL, NULL, &err), 0);
 	assert_rel_close(o.t_iter, p.iter_s, 0.005);
-	a.m.seq = in.m.seq = 1792;
+	a.m.seq = in.m.seq = 2304;
 	assert_int_equal(analytic_estimate(&a, &o, &err), 0);
 	assert_int_equal(predict_synth(&in, &p, NULL, NULL, &err), 0);
 	synth_extra_host(&in, &eh);
-	print_message("graphs, s 1792: slot %.1f us, compute %.1f us; step %.1f us, simulated "
+	print_message("graphs, s 2304: slot %.1f us, compute %.1f us; step %.1f us, simulated "
 		      "%.1f us\n",
 		      o.t_slot * 1e6, o.t_compute * 1e6, o.t_iter * 1e6, p.iter_s * 1e6);
 	/* The embedding's eager launches outlast its forward's GPU side, but
@@ -7438,7 +7440,8 @@ static void test_pp_gather(void **state)
  * stage 0's share of its embedding's compute and its gradient's all-
  * gather (sp; synth_extra_tp_s, 14 us):
  *   bubble = (12 (lb + ar - arf) + p2p + emb lb / (lf + lb) + eg) / 2
- * = 3.50 ms (the simulated drain, stage 2's last backward to stage 0's,
+ * = 3.54 ms (3.50 before session 27's attention refit: lb 470.2 ->
+ * 472.2 us; the simulated drain, stage 2's last backward to stage 0's,
  * 3.81 ms: each layer 591 us with its re-gather waited for, and a 134 us
  * receive a stage).  With the stages' GPU sides split as the compute
  * (the forward 224 of 697 us a layer, a third of the 254 us of tensor
@@ -7497,7 +7500,7 @@ static void test_analytic_uneven_interleaved(void **state)
 	assert_true(8 * hb > (8 * (lf + lb + ar)) * (1 - ff));
 	assert_rel_close(o.t_slot, slot, 1e-9);
 	assert_rel_close(o.t_bubble, drain, 1e-9);
-	assert_rel_close(drain, 3.50e-3, 0.01);
+	assert_rel_close(drain, 3.54e-3, 0.01);
 	assert_rel_close(old, 4.01e-3, 0.01);
 	assert_true(o.t_iter <= p.iter_s);
 	assert_true(o.t_iter > 0.99 * p.iter_s);
@@ -7656,7 +7659,10 @@ static void test_grad_chain(void **state)
  * gathers and reduce-scatters stay exposed: 44.436 ms against 47.786
  * simulated (43.999 with the whole slot's excess set against the whole
  * exposure, the forward's spare launch time hiding backward work its
- * host has not issued yet).
+ * host has not issued yet).  4 sequences since session 27: with the
+ * attention backward's fixed cost by head dim (64 here) the backward at
+ * 3 was host-bound too (nothing exposed); at 4, 50.345 ms against
+ * 54.657 simulated, 871 us exposed.
  */
 static void test_zero3_host_bound(void **state)
 {
@@ -7679,15 +7685,15 @@ static void test_zero3_host_bound(void **state)
 	assert_true(o.t_dp > 0 && o.t_dp_exposed == 0);
 	assert_true(fabs(o.t_iter - p.iter_s) < 0.02 * p.iter_s);
 	in.lay.dp_impl = LAYOUT_DP_FSDP;
-	in.lay.mbs = 3;
+	in.lay.mbs = 4;
 	in.lay.recompute = LAYOUT_RECOMPUTE_FULL;
 	estimate_of(&in, in.lay.microbatches * in.lay.dp * in.lay.mbs, &o);
 	assert_int_equal(predict_synth(&in, &p, NULL, NULL, &err), 0);
-	print_message("FSDP ZeRO-3 mbs 3 full recompute: estimate %.3f ms (exposed %.1f us), "
+	print_message("FSDP ZeRO-3 mbs 4 full recompute: estimate %.3f ms (exposed %.1f us), "
 		      "simulated %.3f ms\n",
 		      o.t_iter * 1e3, o.t_dp_exposed * 1e6, p.iter_s * 1e3);
 	assert_true(o.t_iter <= p.iter_s);
-	assert_true(o.t_iter > 0.925 * p.iter_s);
+	assert_true(o.t_iter > 0.92 * p.iter_s);
 	assert_true(o.t_dp_exposed > 400e-6); /* the backward's */
 }
 

@@ -495,7 +495,8 @@ static int attn_row(struct kbench *kb, const struct kbench_cols *h, char **f, in
 	if (tm > 0) {
 		r.time_s = tm / 1e3;
 	} else if (tf > 0 && !strncmp(conv, "FA-style", 8)) {
-		double fl = kperf_attn_flops(0, r.b, r.heads, r.sq, r.skv, r.d, r.causal);
+		double fl =
+		    kperf_attn_win_flops(0, r.b, r.heads, r.sq, r.skv, r.d, r.causal, r.window);
 		fl *= r.cls == KB_ATTN_FWD ? 1 : r.cls == KB_ATTN_BWD ? 2.5 : 3.5;
 		r.time_s = fl / (tf * 1e12);
 	} else {
@@ -1909,8 +1910,8 @@ size_t kbench_fit(struct hw_profile *const *hws, const struct kbench_row *rows, 
 			const struct kbench_row *r = &rows[idx[i]];
 			int q = r->cls == KB_ATTN_FWD ? 0 : r->cls == KB_ATTN_BWD ? 1 : -1;
 			double rt = q >= 0 && r->time_s > 0
-					? kperf_attn_flops(q, r->b, r->heads, r->sq, r->skv, r->d,
-							   r->causal) /
+					? kperf_attn_win_flops(q, r->b, r->heads, r->sq, r->skv,
+							       r->d, r->causal, r->window) /
 					      r->time_s
 					: 0;
 			if (q >= 0 && rt > c.acap[q])

@@ -327,6 +327,25 @@ double kperf_attn_flops(int pass, double b, double heads, double sq, double skv,
 	return pass ? 2.5 * f : f;
 }
 
+double kperf_attn_win_flops(int pass, double b, double heads, double sq, double skv, double d,
+			    int causal, double window)
+{
+	double a, n1, pairs, f;
+	if (!causal || !(window > 0))
+		return kperf_attn_flops(pass, b, heads, sq, skv, d, causal);
+	/* Query i (the last aligned with the last key) sees min(a + i, w)
+	 * keys, a = skv - sq + 1: the first n1 (a + i < w) a + i each, the
+	 * rest w. */
+	a = skv - sq + 1;
+	n1 = window - a;
+	n1 = n1 < 0 ? 0 : n1 > sq ? sq : n1;
+	pairs = n1 * a + n1 * (n1 - 1) / 2 + (sq - n1) * window;
+	if (a < 1) /* more queries than keys: those before the first see none */
+		pairs = 0;
+	f = 4 * b * heads * pairs * d;
+	return pass ? 2.5 * f : f;
+}
+
 /* Throughput at head dimension d relative to 128. */
 static double head_factor(const struct hw_attn *a, double d)
 {
@@ -342,9 +361,13 @@ static double head_factor(const struct hw_attn *a, double d)
 
 /* Blocks of 128 queries and the mean keys a block attends to: all, or up
  * to its diagonal (the last block of queries aligned with the last key);
- * with a sliding window of w keys (w > 0, causal), a block's band, at most
- * w + 127 keys (its 128 queries' windows together), as FlashAttention's
- * local attention skips the key blocks outside it. */
+ * with a sliding window of w keys (w > 0, causal: a query sees itself and
+ * the w - 1 keys before it), a block's band of whole 128-key blocks,
+ * 128 (1 + ceil((w - 1) / 128)) keys, as FlashAttention's local attention
+ * runs it: forward, query block m the key blocks from (128 m - (w - 1)) /
+ * 128 to m (hopper/block.h get_n_block_min_max); backward, key block n the
+ * query blocks from n to ceil((128 (n + 1) + w - 1) / 128)
+ * (get_m_block_min_max): the same band, so one count times both passes. */
 static void attn_blocks(double sq, double skv, int causal, double window, double *blocks,
 			double *keys)
 {
@@ -356,10 +379,10 @@ static void attn_blocks(double sq, double skv, int causal, double window, double
 		if (full > *blocks)
 			full = *blocks;
 		sum = full * off + 128 * full * (full + 1) / 2 + (*blocks - full) * skv;
-		if (window > 0 && window + 127 < skv) {
-			/* min(that, w + 127): the blocks whose diagonal reaches
+		if (window > 0 && 128 * (1 + ceil((window - 1) / 128)) < skv) {
+			/* min(that, the band): the blocks whose diagonal reaches
 			 * past the band hold the band alone. */
-			double band = window + 127;
+			double band = 128 * (1 + ceil((window - 1) / 128));
 			sum = 0;
 			for (double i = 0; i < *blocks; i++) {
 				double k = i < full ? off + 128 * (i + 1) : skv;
@@ -376,7 +399,7 @@ double kperf_attn_win_s(const struct hw_profile *hw, int dtype, int pass, double
 			double sq, double skv, double d, int causal, double window)
 {
 	const struct hw_attn *a;
-	double blocks, keys, S, rate, waves, per, clock;
+	double blocks, keys, S, rate, waves, per, clock, fixed;
 
 	pass = pass ? 1 : 0;
 	if (dtype < 0 || dtype >= HW_NDTYPES || hw->peak_flops[dtype] <= 0)
@@ -394,7 +417,14 @@ double kperf_attn_win_s(const struct hw_profile *hw, int dtype, int pass, double
 	if (!(rate > 0))
 		return 0;
 	waves = ceil(b * heads * blocks / S);
-	return a->overhead_s + waves * (per / rate + a->tile_s[pass] / clock);
+	/* The backward's fixed cost a block is its rows' d-wide tiles: the
+	 * kernels before and after the main one (FlashAttention's
+	 * flash_bwd_dot_do_o_kernel, rowsum(dO o O) and dQaccum cleared;
+	 * flash_bwd_convert_dq_kernel, fp32 dQaccum to dQ) and the key
+	 * block's dK and dV out: tile_s[1] at head dim 128, in proportion to
+	 * d (docs/MODEL.md, "Attention"). */
+	fixed = a->tile_s[pass] * (pass ? d / 128 : 1);
+	return a->overhead_s + waves * (per / rate + fixed / clock);
 }
 
 double kperf_attn_s(const struct hw_profile *hw, int dtype, int pass, double b, double heads,

@@ -45,8 +45,9 @@
  * queries of one head; a block does 4 x 128 x keys x d FLOPs forward (keys
  * up to its diagonal when causal), 2.5 times that backward (FlashAttention's
  * count).  time = overhead + waves (mean block FLOPs / (P_pass/SMs x f_d)
- * + tile_s_pass), f_d the head-dimension factor (1 at 128, d64 at 64, d256
- * at 256, log-linear between).
+ * + tile_s_pass x g), f_d the head-dimension factor (1 at 128, d64 at 64,
+ * d256 at 256, log-linear between), g 1 forward and d / 128 backward (the
+ * backward's fixed work a block is its d-wide tiles: kperf.c).
  *
  * Memory-bound kernels: overhead + bytes / (HBM bandwidth x eff), by kind
  * (elementwise, normalisation, reduction/softmax): the achieved bandwidth
@@ -138,6 +139,14 @@ double kperf_attn_s(const struct hw_profile *hw, int dtype, int pass, double b, 
 double kperf_attn_flops(int pass, double b, double heads, double sq, double skv, double d,
 			int causal);
 
+/* The same with a sliding window of `window` keys (causal; 0: none):
+ * 4 d FLOPs a query-key pair a query sees, its own and the window - 1
+ * before it (FlashAttention's benchmark counts a local pass's pairs so:
+ * hopper/benchmark_attn.py), 2.5 times backward; kperf_attn_flops where
+ * there is no window or no causal mask. */
+double kperf_attn_win_flops(int pass, double b, double heads, double sq, double skv, double d,
+			    int causal, double window);
+
 /* What no such attention pass can beat: its blocks' work (the diagonal
  * blocks of a causal mask counted whole, as they run) at the pass's
  * achievable peak times the profile's clock and the best head-dim factor
@@ -147,8 +156,9 @@ double kperf_attn_min_s(const struct hw_profile *hw, int dtype, int pass, double
 
 /* The same two with a sliding window: each query attends to the window
  * keys up to its own (causal; window 0: no window).  A block of 128
- * queries runs the key blocks of its band: at most window + 127 keys
- * (FlashAttention's and cuDNN's local attention skip the rest). */
+ * queries runs the whole key blocks of its band, 128 (1 + ceil((window -
+ * 1) / 128)) keys, and the backward's key block the same band of query
+ * blocks (FlashAttention's local attention skips the rest, kperf.c). */
 double kperf_attn_win_s(const struct hw_profile *hw, int dtype, int pass, double b, double heads,
 			double sq, double skv, double d, int causal, double window);
 double kperf_attn_win_min_s(const struct hw_profile *hw, int dtype, int pass, double b,
