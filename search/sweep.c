@@ -1015,7 +1015,7 @@ static void judge(const struct sweep *s, struct cand *c)
 			 me.total / 1e9, me.capacity / 1e9, me.band / 1e9);
 		return;
 	}
-	/* The step's own clock from the same estimate (predict_step_clock):
+	/* The step's own clock from the same estimate (analytic_step_clock):
 	 * its build and bound take it. */
 	c->analytic_s = predict_analytic_clock(&c->in, &c->in.clock);
 	/* The bound holds for synthesised graphs; an edited trace keeps its

@@ -1956,10 +1956,10 @@ static void test_lower_bound(void **state)
 		in.lay.power_w = 400;
 		assert_int_equal(predict_synth(&in, &p, NULL, NULL, &err), 0);
 		print_message("  400 W: clock %.4f, bound %.3f ms, simulated %.3f ms\n",
-			      predict_step_clock(&in), synth_lower_bound(&in) * 1e3,
+			      analytic_step_clock(&in), synth_lower_bound(&in) * 1e3,
 			      p.iter_s * 1e3);
 		assert_true(synth_lower_bound(&in) <= p.iter_s);
-		if (predict_step_clock(&in) < 1)
+		if (analytic_step_clock(&in) < 1)
 			assert_true(synth_lower_bound(&in) > lb);
 		else
 			assert_true(synth_lower_bound(&in) == lb);
@@ -3116,7 +3116,7 @@ static int64_t a2a_iter_ns(struct synth_in *in, int m, int on, int64_t *a)
 	in->lay.moe_a2a_overlap = on;
 	prism_err_clear(&err);
 	assert_int_equal(predict_synth(in, &p, NULL, NULL, &err), 0);
-	in->clock = predict_step_clock(in); /* (as predict_synth builds it) */
+	in->clock = analytic_step_clock(in); /* (as predict_synth builds it) */
 	g = build(in, &so, &st);
 	in->clock = 0;
 	*a = a2a_ns(g);
