@@ -48,12 +48,15 @@ const char *batch_mode_name(int mode);
 
 /* A candidate to evaluate, without its struct cand (made again when its
  * batch comes, from the index and what its judging found:
- * sweep_candidate_placed): a sweep of millions of candidates holds 32
+ * sweep_candidate_placed): a sweep of millions of candidates holds 40
  * bytes for each, not kilobytes. */
 struct batch_ref {
 	uint32_t index; /* in the sweep's space (sweep_candidate) */
 	int gpus;
 	double analytic_s, bound_s;
+	double clock;	/* its step's own clock, the judging's estimate's
+			 * (synth_in.clock; 0: the reference): its build
+			 * estimated it again */
 	uint32_t place; /* its placement, places[place - 1] (0: made again) */
 	uint32_t mem;	/* its memory, mems[mem - 1] (0: estimated again) */
 };
