@@ -187,7 +187,8 @@ void batch_simulate(const struct sweep *sw, struct pool *pool, struct cand *batc
 /* batch_simulate, a candidate whose twin (the same canonical input:
  * sweep_canon_key, made by batch_make) this process simulated -- in tw
  * from an earlier batch, or in this one first -- given its twin's
- * prediction instead of a simulation of its own; this batch's simulations
+ * prediction instead of a simulation of its own (the one simulation at the
+ * twins' clock, sweep_twin_clock, whichever runs it); this batch's simulations
  * kept in tw (out of memory: tw emptied, the predictions the same).  tw
  * NULL: batch_simulate. */
 void batch_simulate_twins(const struct sweep *sw, struct pool *pool, struct cand *batch, int n,
