@@ -33,7 +33,7 @@ struct made {
 	int ok, status, gpus;
 	int placed;  /* a pending one's placement in place (sweep_placement) */
 	int has_mem; /* and its memory (sweep_memory) */
-	double analytic_s, bound_s;
+	double analytic_s, bound_s, clock;
 	char reason[160]; /* the first candidate's only */
 	struct layout place;
 	struct mem_est mem;
@@ -89,6 +89,7 @@ static int keep(struct batch_space *sp, const struct made *mk, int nk, uint64_t 
 			    mk[j].gpus,
 			    mk[j].analytic_s,
 			    mk[j].bound_s,
+			    mk[j].clock,
 			    mk[j].placed ? place_id(sp, at, pcap, &mk[j].place) : 0,
 			    mk[j].has_mem ? mem_id(sp, mcap, &mk[j].mem) : 0};
 		} else {
@@ -122,6 +123,7 @@ static void make_one(void *ctx, int j, int t)
 	mk[j].gpus = k.gpus;
 	mk[j].analytic_s = k.analytic_s;
 	mk[j].bound_s = k.bound_s;
+	mk[j].clock = k.in.clock;
 	mk[j].reason[0] = '\0';
 	mk[j].placed = mk[j].ok && k.status == CS_PENDING && sweep_placement(&k, &mk[j].place);
 	mk[j].has_mem = mk[j].ok && k.status == CS_PENDING && sweep_memory(&k, &mk[j].mem);
@@ -334,12 +336,12 @@ static void make_cand(void *ctx, int i, int t)
 	const struct batch_ref *r = &J->refs[i];
 	/* Judged once, by batch_space. */
 	struct cand *k = &J->batch[i];
+	struct sweep_judged j = {r->analytic_s, r->bound_s, r->clock};
 	if (J->places && r->place > 0)
-		sweep_candidate_placed(J->sw, r->index, r->analytic_s, r->bound_s,
-				       &J->places[r->place - 1],
+		sweep_candidate_placed(J->sw, r->index, &j, &J->places[r->place - 1],
 				       J->mems && r->mem > 0 ? &J->mems[r->mem - 1] : NULL, k);
 	else
-		sweep_candidate_pending(J->sw, r->index, r->analytic_s, r->bound_s, k);
+		sweep_candidate_pending(J->sw, r->index, &j, k);
 	k->index = r->index;
 	k->canon = 0;
 }
@@ -401,6 +403,9 @@ static void simulate_one(void *ctx, int w, int t)
 	struct cand *k = &J->batch[J->work[w].i];
 	struct prism_err e;
 	prism_err_clear(&e);
+	/* Twins at one clock whichever runs (sweep.h). */
+	if (k->canon)
+		k->in.clock = sweep_twin_clock(k);
 	if (predict_eval(&J->sw->bl.pb, &k->in, J->scr ? J->scr[t] : NULL, &k->p, NULL, NULL, &e) ==
 	    0) {
 		k->status = CS_SIMULATED;

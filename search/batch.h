@@ -48,12 +48,15 @@ const char *batch_mode_name(int mode);
 
 /* A candidate to evaluate, without its struct cand (made again when its
  * batch comes, from the index and what its judging found:
- * sweep_candidate_placed): a sweep of millions of candidates holds 32
+ * sweep_candidate_placed): a sweep of millions of candidates holds 40
  * bytes for each, not kilobytes. */
 struct batch_ref {
 	uint32_t index; /* in the sweep's space (sweep_candidate) */
 	int gpus;
 	double analytic_s, bound_s;
+	double clock;	/* its step's own clock, the judging's estimate's
+			 * (synth_in.clock; 0: the reference): its build
+			 * estimated it again */
 	uint32_t place; /* its placement, places[place - 1] (0: made again) */
 	uint32_t mem;	/* its memory, mems[mem - 1] (0: estimated again) */
 };
@@ -184,7 +187,8 @@ void batch_simulate(const struct sweep *sw, struct pool *pool, struct cand *batc
 /* batch_simulate, a candidate whose twin (the same canonical input:
  * sweep_canon_key, made by batch_make) this process simulated -- in tw
  * from an earlier batch, or in this one first -- given its twin's
- * prediction instead of a simulation of its own; this batch's simulations
+ * prediction instead of a simulation of its own (the one simulation at the
+ * twins' clock, sweep_twin_clock, whichever runs it); this batch's simulations
  * kept in tw (out of memory: tw emptied, the predictions the same).  tw
  * NULL: batch_simulate. */
 void batch_simulate_twins(const struct sweep *sw, struct pool *pool, struct cand *batch, int n,

@@ -123,12 +123,12 @@ void show_prediction(FILE *f, const struct synth_in *in, const struct predict_ou
 		fputc('\n', f);
 	}
 	fprintf(f, "hardware   %s (%s)\n", in->hw->name, in->hw->gpu);
-	if (predict_step_clock(in) > 0)
+	if (analytic_step_clock(in) > 0)
 		/* (a profile with a power balance: the step's own clock) */
 		fprintf(f,
 			"           clock %.4f of the burst by the step's own mix (%.4f at the "
 			"reference mix)\n",
-			predict_step_clock(in),
+			analytic_step_clock(in),
 			hw_run_clock(in->hw, in->lay.dtype, in->lay.power_w));
 	fputs("layout     ", f);
 	show_layout(f, in);

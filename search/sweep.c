@@ -1015,7 +1015,7 @@ static void judge(const struct sweep *s, struct cand *c)
 			 me.total / 1e9, me.capacity / 1e9, me.band / 1e9);
 		return;
 	}
-	/* The step's own clock from the same estimate (predict_step_clock):
+	/* The step's own clock from the same estimate (analytic_step_clock):
 	 * its build and bound take it. */
 	c->analytic_s = predict_analytic_clock(&c->in, &c->in.clock);
 	/* The bound holds for synthesised graphs; an edited trace keeps its
@@ -1072,17 +1072,25 @@ int sweep_verdict(const struct sweep *s, uint64_t index, struct cand *c)
 	return 0;
 }
 
-int sweep_candidate_pending(const struct sweep *s, uint64_t index, double analytic_s,
-			    double bound_s, struct cand *c)
+/* What judge leaves on a pending candidate besides its memory. */
+static void judged(struct cand *c, const struct sweep_judged *j)
+{
+	c->analytic_s = j->analytic_s;
+	c->bound_s = j->bound_s;
+	c->in.clock = j->clock;
+}
+
+int sweep_candidate_pending(const struct sweep *s, uint64_t index, const struct sweep_judged *j,
+			    struct cand *c)
 {
 	if (decode(s, index, c, 1))
 		return 1;
 	/* What judge leaves on a pending candidate: its memory (the row keeps
-	 * it; a plain trace has none), its estimate and its bound. */
+	 * it; a plain trace has none), its estimate, its bound and its
+	 * clock. */
 	if (s->bl.pb.kind != PB_TRACE)
 		cand_mem(c);
-	c->analytic_s = analytic_s;
-	c->bound_s = bound_s;
+	judged(c, j);
 	return 0;
 }
 
@@ -1120,11 +1128,11 @@ int sweep_memory(const struct cand *c, struct mem_est *m)
 	return 1;
 }
 
-int sweep_candidate_placed(const struct sweep *s, uint64_t index, double analytic_s, double bound_s,
+int sweep_candidate_placed(const struct sweep *s, uint64_t index, const struct sweep_judged *j,
 			   const struct layout *p, const struct mem_est *mem, struct cand *c)
 {
 	if (s->bl.pb.kind == PB_TRACE)
-		return sweep_candidate_pending(s, index, analytic_s, bound_s, c);
+		return sweep_candidate_pending(s, index, j, c);
 	if (decode(s, index, c, 1))
 		return 1;
 	memcpy(&c->placed, &c->in.lay, sizeof(c->placed));
@@ -1133,8 +1141,7 @@ int sweep_candidate_placed(const struct sweep *s, uint64_t index, double analyti
 		c->p.mem = *mem;
 	else
 		mem_estimate(&c->in.m, &c->placed, c->in.hw, &c->p.mem);
-	c->analytic_s = analytic_s;
-	c->bound_s = bound_s;
+	judged(c, j);
 	return 0;
 }
 
@@ -1147,6 +1154,15 @@ static int swept(const struct sweep *s, int k)
 	return 0;
 }
 
+/* c's canonical input as twins compare it: without its clock (the twins'
+ * own rule, sweep_twin_clock). */
+static layout_mask canon_of(const struct cand *c, struct synth_in *x)
+{
+	layout_mask set = synth_canonical(&c->in, x);
+	x->clock = 0;
+	return set;
+}
+
 uint64_t sweep_canon_key(const struct sweep *s, const struct cand *c)
 {
 	struct synth_in x;
@@ -1157,7 +1173,7 @@ uint64_t sweep_canon_key(const struct sweep *s, const struct cand *c)
 
 	if (c->status != CS_PENDING || s->bl.pb.kind == PB_TRACE)
 		return 0;
-	set = synth_canonical(&c->in, &x);
+	set = canon_of(c, &x);
 	for (int k = 0; k < LK_N && !any; k++)
 		any = (set & LK_BIT(k)) && swept(s, k);
 	if (!any)
@@ -1177,9 +1193,20 @@ uint64_t sweep_canon_key(const struct sweep *s, const struct cand *c)
 int sweep_same_graph(const struct cand *a, const struct cand *b)
 {
 	struct synth_in x, y;
-	synth_canonical(&a->in, &x);
-	synth_canonical(&b->in, &y);
+	canon_of(a, &x);
+	canon_of(b, &y);
 	return memcmp(&x, &y, sizeof(x)) == 0;
+}
+
+double sweep_twin_clock(const struct cand *c)
+{
+	struct synth_in x;
+	canon_of(c, &x);
+	x.clock = c->in.clock;
+	if (memcmp(&x, &c->in, sizeof(x)) == 0)
+		return c->in.clock; /* (its own estimate is the canonical input's) */
+	x.clock = 0;
+	return analytic_step_clock(&x);
 }
 
 int sweep_same_graph_at(const struct sweep *s, const struct cand *c, uint64_t index)

@@ -183,14 +183,21 @@ int sweep_candidate(const struct sweep *s, uint64_t index, struct cand *c);
  * (batch_space; its key is formatted when the row is made). */
 int sweep_verdict(const struct sweep *s, uint64_t index, struct cand *c);
 
-/* A pending candidate made again from what sweep_candidate judged it
- * (its analytic estimate and bound): the same struct cand, without the
- * closed forms the judging ran again (the search keeps 24 bytes a pending
- * candidate between the two, batch.h).  Only for an index that
- * sweep_candidate judged pending with these values: 0, or 1 as
- * sweep_candidate's. */
-int sweep_candidate_pending(const struct sweep *s, uint64_t index, double analytic_s,
-			    double bound_s, struct cand *c);
+/* What judging a pending candidate found that making it again would
+ * estimate again: its analytic estimate, its bound, and its step's own
+ * clock (c->in.clock: the same estimate's, analytic_step_clock; 0: the
+ * reference). */
+struct sweep_judged {
+	double analytic_s, bound_s, clock;
+};
+
+/* A pending candidate made again from what sweep_candidate judged it (j):
+ * the same struct cand, without the closed forms the judging ran (the
+ * search keeps a few bytes a pending candidate between the two,
+ * batch.h).  Only for an index that sweep_candidate judged pending with
+ * these values: 0, or 1 as sweep_candidate's. */
+int sweep_candidate_pending(const struct sweep *s, uint64_t index, const struct sweep_judged *j,
+			    struct cand *c);
 
 /* A pending candidate's placement (c->placed, synth_mem_layout) as its
  * own fields alone -- partition, part[], part_chunks, part_first,
@@ -204,7 +211,7 @@ int sweep_placement(const struct cand *c, struct layout *p);
  * sweep_placement of the same candidate): the placement not made again;
  * and its memory where mem is not NULL (the judging's, sweep_memory's of
  * the same candidate), else estimated again. */
-int sweep_candidate_placed(const struct sweep *s, uint64_t index, double analytic_s, double bound_s,
+int sweep_candidate_placed(const struct sweep *s, uint64_t index, const struct sweep_judged *j,
 			   const struct layout *p, const struct mem_est *mem, struct cand *c);
 
 /* A judged candidate's memory (c->p.mem) into m: 1 where the judging
@@ -220,7 +227,12 @@ int sweep_memory(const struct cand *c, struct mem_est *m);
  * ZeRO-1 and ZeRO-2 reduced during the backward (not FSDP).  synth says
  * which inputs build the same graph; the search only looks them up.  The
  * memory estimate may differ: a twin's prediction is derived again for c
- * (predict_derive).
+ * (predict_derive).  So may the clock each twin's own estimate gives
+ * (synth_in.clock, the judging's): the canonical inputs are compared
+ * without it, and the one simulation runs at the clock of the canonical
+ * input's own estimate (sweep_twin_clock), whichever twin runs it -- the
+ * same graph draws the same power, and the rows do not depend on the
+ * order the twins come in.
  *
  * sweep_canon_key: c's canonical input hashed (never 0) where another of
  * s's candidates may share it -- c pending, a knob that synth_canonical
@@ -229,9 +241,13 @@ int sweep_memory(const struct cand *c, struct mem_est *m);
  * edit) -- else 0.  Equal keys are a hint: sweep_same_graph says.
  */
 uint64_t sweep_canon_key(const struct sweep *s, const struct cand *c);
-/* 1 where a's and b's canonical inputs are equal (their keys nonzero:
- * each is predicted by building it). */
+/* 1 where a's and b's canonical inputs are equal but for their clocks
+ * (their keys nonzero: each is predicted by building it). */
 int sweep_same_graph(const struct cand *a, const struct cand *b);
+/* The clock c's twins (c->canon nonzero) are simulated at: its canonical
+ * input's own (analytic_step_clock of synth_canonical's input at the
+ * reference clock), c->in.clock where c is that input. */
+double sweep_twin_clock(const struct cand *c);
 /* sweep_same_graph of c and candidate index of s (pending). */
 int sweep_same_graph_at(const struct sweep *s, const struct cand *c, uint64_t index);
 

@@ -92,7 +92,10 @@ static void test_space(void **state)
 
 /* A pending candidate is judged once (batch_space) and made again from its
  * ref (sweep_candidate_pending): the same candidate as judging it again,
- * field for field where a row or the simulation reads it. */
+ * field for field where a row or the simulation reads it -- its step's
+ * own clock too (H100's balance: its estimate's, which the build would
+ * otherwise estimate again, analytic_step_clock; test_twins' below
+ * settle below the burst). */
 static void test_made_once(void **state)
 {
 	struct sweep sw;
@@ -108,15 +111,21 @@ static void test_made_once(void **state)
 	assert_true(sp.norder >= 20);
 	for (size_t i = 0; i < sp.norder; i++) {
 		const struct batch_ref *r = &sp.order[i];
+		struct sweep_judged j = {r->analytic_s, r->bound_s, r->clock};
+		struct synth_in fresh;
 		assert_int_equal(sweep_candidate(&sw, r->index, a), 0);
-		assert_int_equal(
-		    sweep_candidate_pending(&sw, r->index, r->analytic_s, r->bound_s, b), 0);
+		assert_int_equal(sweep_candidate_pending(&sw, r->index, &j, b), 0);
 		assert_int_equal(a->status, CS_PENDING);
 		assert_int_equal(b->status, CS_PENDING);
 		assert_string_equal(a->key, b->key);
 		assert_string_equal(a->reason, b->reason);
 		assert_true(a->analytic_s > 0 && a->analytic_s == b->analytic_s);
 		assert_true(a->bound_s > 0 && a->bound_s == b->bound_s);
+		/* (gpt-small's steps wait enough to burst: 1) */
+		assert_true(a->in.clock == 1 && b->in.clock == 1);
+		fresh = b->in;
+		fresh.clock = 0;
+		assert_true(analytic_step_clock(&fresh) == b->in.clock);
 		assert_true(a->gpus == b->gpus && a->hw == b->hw && a->price == b->price);
 		assert_memory_equal(&a->in.lay, &b->in.lay, sizeof(a->in.lay));
 		assert_memory_equal(&a->in.m, &b->in.m, sizeof(a->in.m));
@@ -302,7 +311,7 @@ static void test_plan(void **state)
 	(void)state;
 	memset(r, 0, sizeof(r));
 	for (int i = 0; i < 7; i++)
-		r[i] = (struct batch_ref){(uint32_t)i, gp[i], 1.0 + i, 0.5, 0, 0};
+		r[i] = (struct batch_ref){(uint32_t)i, gp[i], 1.0 + i, 0.5, 0, 0, 0};
 	assert_int_equal(batch_plan(r, 7, 4, BATCH_SCREEN, sz), 3);
 	assert_true(sz[0] == 2 && sz[1] == 3 && sz[2] == 2);
 	assert_int_equal(batch_plan(r, 7, 4, BATCH_OPTIMISE, sz), 3);
@@ -312,7 +321,7 @@ static void test_plan(void **state)
 	assert_int_equal(batch_plan(r, 7, 4, BATCH_EXHAUSTIVE, sz), 2);
 	assert_true(sz[0] == 4 && sz[1] == 3);
 	for (int i = 0; i < 10; i++)
-		r[i] = (struct batch_ref){(uint32_t)i, 64, 1.0 + i, 0.5, 0, 0};
+		r[i] = (struct batch_ref){(uint32_t)i, 64, 1.0 + i, 0.5, 0, 0, 0};
 	assert_int_equal(batch_plan(r, 10, 32, BATCH_SCREEN, sz), 4);
 	assert_true(sz[0] == 1 && sz[1] == 2 && sz[2] == 4 && sz[3] == 3);
 	assert_int_equal(batch_plan(r, 10, 2, BATCH_SCREEN, sz), 6);
@@ -590,9 +599,13 @@ static void test_writer_groups(void **state)
  * "even" twin's prediction, with one microbatch GPipe and 1F1B each
  * other's, and there ZeRO-1 and ZeRO-2.  twins.cfg's pending candidates,
  * each made (batch_make): those of equal keys have equal canonical inputs
- * (sweep_same_graph, and sweep_same_graph_at from the index), and each
- * twin's prediction, simulated alone (predict_eval) and derived again for
- * the other (its memory), equals the other's own field for field (the
+ * (sweep_same_graph, and sweep_same_graph_at from the index), each made
+ * at the clock its estimate gives (batch_ref's: not estimated again, the
+ * same, below the burst for some), twins take
+ * one clock (sweep_twin_clock), the judged clock of the twin that is its
+ * canonical input where the sweep holds it, and each twin's prediction,
+ * simulated alone (predict_eval) at that clock and derived again for the
+ * other (its memory), equals the other's own field for field (the
  * claim, checked by simulating both); each candidate of those kinds has
  * as twins at least the candidates that differ from it in that knob alone
  * (found here by comparing the layouts); the sweep in batches of 3 with
@@ -607,7 +620,7 @@ static void test_twins(void **state)
 	struct batch_twins tw = {0};
 	struct prism_err err;
 	struct cand *a, *b, *all;
-	int nb = 3, kinds[3] = {0}, owner[3] = {0, 0, 0};
+	int nb = 3, kinds[3] = {0}, owner[3] = {0, 0, 0}, canonical = 0, below = 0;
 	struct batch_job work[3];
 	(void)state;
 	prism_err_clear(&err);
@@ -630,6 +643,11 @@ static void test_twins(void **state)
 		const struct layout *l = &c->in.lay;
 		int part, one, want, found = 0;
 		struct predict_out q;
+		struct synth_in fresh = c->in;
+		/* made from its ref at its judged clock, the estimate's */
+		fresh.clock = 0;
+		assert_true(c->in.clock == analytic_step_clock(&fresh));
+		below += c->in.clock < 1;
 		part = l->pp >= 2 && l->partition == LAYOUT_PART_BALANCED &&
 		       c->placed.part[0] == 0 && c->placed.part_chunks == 0;
 		one = l->microbatches == 1 &&
@@ -642,18 +660,32 @@ static void test_twins(void **state)
 			l->dp_impl == LAYOUT_DP_DEEPSPEED);
 		if (want)
 			assert_true(c->canon != 0);
-		if (c->canon)
-			assert_int_equal(
-			    predict_eval(&sw.bl.pb, &c->in, NULL, &q, NULL, NULL, &err), 0);
+		if (c->canon) {
+			struct synth_in at = c->in;
+			at.clock = sweep_twin_clock(c);
+			assert_true(at.clock > 0.9 && at.clock <= 1);
+			assert_int_equal(predict_eval(&sw.bl.pb, &at, NULL, &q, NULL, NULL, &err),
+					 0);
+		}
 		for (size_t j = 0; j < sp.norder; j++) {
 			const struct cand *t = &all[j];
 			struct layout x = t->in.lay;
 			struct predict_out p;
+			struct synth_in at = t->in, y;
 			int kind, differ = 0;
 			if (j == i || !c->canon || t->canon != c->canon)
 				continue;
 			assert_true(sweep_same_graph(c, t));
 			assert_true(sweep_same_graph_at(&sw, c, (uint64_t)t->index));
+			at.clock = sweep_twin_clock(t);
+			assert_true(at.clock == sweep_twin_clock(c));
+			/* t its canonical input: the twins at t's own (judged)
+			 * clock */
+			synth_canonical(&t->in, &y);
+			if (memcmp(&y, &t->in, sizeof(y)) == 0) {
+				assert_true(at.clock == t->in.clock);
+				canonical++;
+			}
 			differ += x.partition != l->partition;
 			differ += x.schedule != l->schedule;
 			differ += x.zero != l->zero;
@@ -674,8 +706,8 @@ static void test_twins(void **state)
 				kinds[kind]++;
 				found++;
 			}
-			assert_int_equal(
-			    predict_eval(&sw.bl.pb, &t->in, NULL, &p, NULL, NULL, &err), 0);
+			assert_int_equal(predict_eval(&sw.bl.pb, &at, NULL, &p, NULL, NULL, &err),
+					 0);
 			assert_true(p.iter_s > 0);
 			predict_derive(&c->in, p.iter_s, &p);
 			assert_memory_equal(&p, &q, sizeof(p));
@@ -683,6 +715,7 @@ static void test_twins(void **state)
 		assert_true(found >= want);
 	}
 	assert_true(kinds[0] >= 2 && kinds[1] >= 2 && kinds[2] >= 2);
+	assert_true(canonical > 0 && below > 0);
 	/* The search with and without the twins' predictions. */
 	{
 		int followed_before = 0, followed_same = 0;

@@ -995,7 +995,7 @@ static void test_cp_moe_forms(void **state)
 			in.hw = k ? &hw : &hw_quiet;
 			in.units = 1;
 			/* (at the step's own clock, as predict_synth builds it) */
-			in.clock = predict_step_clock(&in);
+			in.clock = analytic_step_clock(&in);
 			assert_int_equal(hier_extrapolate(&in, &h, &err), 1);
 			in.clock = 0;
 			assert_int_equal(predict_synth(&in, &hier, NULL, NULL, &err), 0);
@@ -1169,7 +1169,7 @@ static void test_gpt3_175b(void **state)
 	/* (0.995808 and 5.094086984 s until session 27's GH100 bf16
 	 * attention refit: forward tile 3.512 -> 3.907 us, overhead 0 ->
 	 * 2.325 us, backward tile 28.743 -> 28.424 us at head dim 128) */
-	assert_rel_close(predict_step_clock(&in), 0.995637, 1e-5);
+	assert_rel_close(analytic_step_clock(&in), 0.995637, 1e-5);
 	assert_rel_close(full.iter_s, 5.098679745, 2e-7);
 	assert_true(hier.iter_s == full.iter_s);
 	{
@@ -1294,8 +1294,8 @@ static void test_edit_own_clock(void **state)
 	assert_int_equal(predict_method(&b, &cand, &err), PM_EDIT);
 	assert_int_equal(predict_eval(&b, &cand, NULL, &o_edit, NULL, NULL, &err), 0);
 	assert_int_equal(predict_synth(&cand, &o_synth, NULL, NULL, &err), 0);
-	ca = predict_step_clock(&b.in);
-	cc = predict_step_clock(&cand);
+	ca = analytic_step_clock(&b.in);
+	cc = analytic_step_clock(&cand);
 	print_message("clocks %.4f -> %.4f (reference %.4f); edit %.3f ms, synth %.3f ms\n", ca, cc,
 		      hw_run_clock(&hw, HW_BF16, 0), o_edit.iter_s * 1e3, o_synth.iter_s * 1e3);
 	assert_true(fabs(ca / cc - 1) > 0.02);

@@ -509,6 +509,69 @@ static void test_times_key(void **state)
 	}
 }
 
+/* test_bound_mem_memo's variant v of case k: the step's clock (its own
+ * estimate's, one below the reference and the burst: the bound runs at
+ * the faster of its own and the reference, bound_in), the partition (even
+ * or balanced) and the recomputation (none or full). */
+#define BM_VARIANTS 12
+static void bm_variant(struct synth_in *in, int k, int v)
+{
+	static const double clock[3] = {0, 0.8, 1};
+	memo_case(in, k, 2, v / 3 % 2 ? LAYOUT_RECOMPUTE_FULL : LAYOUT_RECOMPUTE_NONE);
+	in->m.layers = 16;
+	in->lay.partition = v / 6 ? LAYOUT_PART_BALANCED : LAYOUT_PART_GIVEN;
+	in->clock = clock[v % 3];
+}
+
+struct bm_run {
+	int k, v; /* the case, and its variant (-1: all, in order) */
+	double t[BM_VARIANTS];
+};
+
+static void *bm_thread(void *arg)
+{
+	struct bm_run *m = arg;
+	for (int v = m->v < 0 ? 0 : m->v; v < (m->v < 0 ? BM_VARIANTS : m->v + 1); v++) {
+		struct synth_in in;
+		bm_variant(&in, m->k, v);
+		m->t[v] = synth_lower_bound(&in);
+	}
+	return NULL;
+}
+
+/*
+ * The lower bound's memory-bound kernels of a layer are kept per thread
+ * under its layout without the clock (bound.c layer_mem_s through
+ * hm_find, HM_MEM): each case's variants -- the clock, the partition and
+ * the recomputation changed, so that the later ones in order find the
+ * entry an earlier one made at another clock -- give the same bounds to
+ * the bit as each run alone on a fresh thread; and the bound moves with
+ * the clock (its GEMMs' and attention's), so that the entries are found
+ * across clocks that matter.
+ */
+static void test_bound_mem_memo(void **state)
+{
+	(void)state;
+	for (int k = 0; k < MEMO_CASES; k++) {
+		static struct bm_run warm, cold[BM_VARIANTS];
+		pthread_t t;
+		warm.k = k;
+		warm.v = -1;
+		assert_int_equal(pthread_create(&t, NULL, bm_thread, &warm), 0);
+		assert_int_equal(pthread_join(t, NULL), 0);
+		for (int v = 0; v < BM_VARIANTS; v++) {
+			cold[v].k = k;
+			cold[v].v = v;
+			assert_int_equal(pthread_create(&t, NULL, bm_thread, &cold[v]), 0);
+			assert_int_equal(pthread_join(t, NULL), 0);
+			assert_true(cold[v].t[v] > 0);
+			assert_true(warm.t[v] == cold[v].t[v]);
+		}
+		/* the burst's bound below the reference's */
+		assert_true(cold[2].t[2] < cold[1].t[1]);
+	}
+}
+
 static struct graph *build(const struct synth_in *in, struct synth_out *so, struct settle_out *st)
 {
 	struct graph *g = NULL;
@@ -1956,10 +2019,10 @@ static void test_lower_bound(void **state)
 		in.lay.power_w = 400;
 		assert_int_equal(predict_synth(&in, &p, NULL, NULL, &err), 0);
 		print_message("  400 W: clock %.4f, bound %.3f ms, simulated %.3f ms\n",
-			      predict_step_clock(&in), synth_lower_bound(&in) * 1e3,
+			      analytic_step_clock(&in), synth_lower_bound(&in) * 1e3,
 			      p.iter_s * 1e3);
 		assert_true(synth_lower_bound(&in) <= p.iter_s);
-		if (predict_step_clock(&in) < 1)
+		if (analytic_step_clock(&in) < 1)
 			assert_true(synth_lower_bound(&in) > lb);
 		else
 			assert_true(synth_lower_bound(&in) == lb);
@@ -3116,7 +3179,7 @@ static int64_t a2a_iter_ns(struct synth_in *in, int m, int on, int64_t *a)
 	in->lay.moe_a2a_overlap = on;
 	prism_err_clear(&err);
 	assert_int_equal(predict_synth(in, &p, NULL, NULL, &err), 0);
-	in->clock = predict_step_clock(in); /* (as predict_synth builds it) */
+	in->clock = analytic_step_clock(in); /* (as predict_synth builds it) */
 	g = build(in, &so, &st);
 	in->clock = 0;
 	*a = a2a_ns(g);
@@ -8070,6 +8133,7 @@ int main(void)
 	    cmocka_unit_test(test_host_memo),
 	    cmocka_unit_test(test_tp_memo),
 	    cmocka_unit_test(test_times_key),
+	    cmocka_unit_test(test_bound_mem_memo),
 	    cmocka_unit_test(test_pipeline_bubble),
 	    cmocka_unit_test(test_zb_bubble),
 	    cmocka_unit_test(test_zbv_bubble),

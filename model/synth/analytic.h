@@ -105,7 +105,9 @@ void analytic_in_of(const struct synth_in *in, struct analytic_in *ai);
  * rates"): in->clock where set (a sweep's candidate: its screen's
  * estimate), else the clock one estimate of in's own description gives
  * (analytic_in_of; analytic_out.clock; the last input's kept per thread),
- * 0 where its profile states no balance (the reference clock). */
+ * 0 where its profile states no balance (the reference clock).
+ * predict_synth builds at it, and a graph edit takes each side at its
+ * own, so that an edit's two sides and synth's own build agree. */
 double analytic_step_clock(const struct synth_in *in);
 
 #endif

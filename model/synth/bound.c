@@ -221,10 +221,19 @@ void synth_extra_tp_s(const struct synth_in *in, double emb_s[2], double *head_s
  * the memo).  The same layout's variants lie a few hundred candidates
  * apart in a sweep's order (mbs its third digit), hence 1,024 entries.
  * test_synth's test_host_memo and test_tp_memo check the claims and the
- * memo against cold runs.
+ * memo against cold runs.  The bound's memory-bound kernels of a layer
+ * (layer_mem_s, HM_MEM + its kind) are kept the same way under the
+ * layout as the times memo keys it (tm_key: the partition's fields out;
+ * the microbatch count kept) and without the clock: the bound runs at
+ * its own (bound_in), and a memory-bound kernel's time reads the
+ * bandwidth, not the clock (kperf_mem_impl_s); in a table of their own
+ * (64 entries), since the bound's input is the candidate's and the
+ * estimate's host runs' is its own (synth_in_default's): one table would
+ * be emptied at every call of the other.  test_bound_mem_memo.
  */
-enum { HM_DENSE = 1, HM_MOE, HM_EXTRA, HM_TP };
+enum { HM_DENSE = 1, HM_MOE, HM_EXTRA, HM_TP, HM_MEM };
 #define HOST_MEMO 1024 /* entries, direct-mapped by the key's hash */
+#define MEM_MEMO  64   /* the bound's (HM_MEM) */
 struct host_memo {
 	struct layout lay; /* the key: the input's layout, as hm_find clears it */
 	double acc;	   /* and its acc_elem_bytes (the rest: hm_in) */
@@ -232,9 +241,11 @@ struct host_memo {
 	int what;	   /* HM_ (0: empty) */
 	double out[5];
 };
-static _Thread_local struct host_memo hmemo[HOST_MEMO];
-static _Thread_local struct synth_in hm_in; /* its layout and adds cleared, no profile */
-static _Thread_local struct hw_profile hm_hw;
+static _Thread_local struct host_memo hmemo[HOST_MEMO], mmemo[MEM_MEMO];
+/* each table's input, its layout and adds cleared, no profile, and the
+ * profile ([0] hmemo's, [1] mmemo's) */
+static _Thread_local struct synth_in hm_in[2];
+static _Thread_local struct hw_profile hm_hw[2];
 
 /* The clock call `what` reads of in: a layer's host times count launches
  * and event calls, the same at any clock the GPU runs at (the step's own,
@@ -242,7 +253,7 @@ static _Thread_local struct hw_profile hm_hw;
  * backward GPU time and the tensor-parallel collectives' kernels keep it. */
 static double hm_clock(const struct synth_in *in, int what)
 {
-	return what == HM_DENSE || what == HM_MOE ? 0 : in->clock;
+	return what == HM_DENSE || what == HM_MOE || what >= HM_MEM ? 0 : in->clock;
 }
 
 /* The entry of in for call `what` (*hit: it holds the result), or NULL
@@ -250,37 +261,42 @@ static double hm_clock(const struct synth_in *in, int what)
 static struct host_memo *hm_find(const struct synth_in *in, int what, int *hit)
 {
 	struct synth_in x = *in;
-	struct host_memo *e;
+	struct host_memo *e, *tab = what >= HM_MEM ? mmemo : hmemo;
+	int t = what >= HM_MEM, n = t ? MEM_MEMO : HOST_MEMO;
 	if (!in->hw)
 		return NULL;
 	memset(&x.lay, 0, sizeof(x.lay));
 	x.hw = NULL;
 	x.acc_elem_bytes = 0;
 	x.clock = 0;
-	if (memcmp(&x, &hm_in, sizeof(x)) != 0 || memcmp(in->hw, &hm_hw, sizeof(hm_hw)) != 0) {
-		hm_in = x;
-		hm_hw = *in->hw;
-		for (int i = 0; i < HOST_MEMO; i++)
-			hmemo[i].what = 0;
+	if (memcmp(&x, &hm_in[t], sizeof(x)) != 0 ||
+	    memcmp(in->hw, &hm_hw[t], sizeof(hm_hw[t])) != 0) {
+		hm_in[t] = x;
+		hm_hw[t] = *in->hw;
+		for (int i = 0; i < n; i++)
+			tab[i].what = 0;
 	}
 	x.lay = in->lay;
 	if (what == HM_EXTRA) {
 		x.lay.recompute = 0;
 		x.lay.recompute_modules = 0;
-	} else if (what == HM_TP) {
-		x.lay.zero = 0;
-		x.lay.schedule = 0;
-		x.lay.vp = 0;
+	} else if (what == HM_TP || what >= HM_MEM) {
+		if (what == HM_TP) {
+			x.lay.zero = 0;
+			x.lay.schedule = 0;
+			x.lay.vp = 0;
+		}
 		x.lay.partition = 0;
 		memset(x.lay.part, 0, sizeof(x.lay.part));
 		x.lay.part_chunks = x.lay.part_first = x.lay.part_last = x.lay.part_mtp = 0;
 	} else {
 		x.lay.mbs = 0;
 	}
-	x.lay.microbatches = 0;
+	if (what < HM_MEM)
+		x.lay.microbatches = 0;
 	_Static_assert(sizeof(struct layout) % 8 == 0, "a layout hashed by words");
-	e = &hmemo[(hash_words(HASH_SEED + (uint64_t)what, &x.lay, sizeof(x.lay)) >> 40) %
-		   HOST_MEMO];
+	e = &tab[(hash_words(HASH_SEED + (uint64_t)what, &x.lay, sizeof(x.lay)) >> 40) %
+		 (unsigned)n];
 	*hit = e->what == what && e->acc == in->acc_elem_bytes && e->clock == hm_clock(in, what) &&
 	       memcmp(&e->lay, &x.lay, sizeof(x.lay)) == 0;
 	if (!*hit) {
@@ -1277,8 +1293,15 @@ static void layer_mem_s(const struct synth_in *in, int kind, double *f, double *
 	struct ctx c;
 	struct rankst rk;
 	struct shape z;
+	struct host_memo *e;
+	int hit;
 	q.acc_elem_bytes = -1;
 	q.lay.recompute = LAYOUT_RECOMPUTE_NONE;
+	q.lay.recompute_modules = 0;
+	if ((e = hm_find(&q, HM_MEM + kind, &hit)) && hit) {
+		*f = e->out[0], *b = e->out[1];
+		return;
+	}
 	dry_unit(&c, &rk, &q, PH_FORWARD, -1, &z);
 	c.dry_kind = kind;
 	sl_layer_fwd(&c, 0, &z);
@@ -1287,6 +1310,10 @@ static void layer_mem_s(const struct synth_in *in, int kind, double *f, double *
 	rk.phase = PH_BACKWARD;
 	sl_layer_bwd(&c, 0, &z);
 	*b = c.dry_mem_s;
+	if (e) {
+		e->out[0] = *f, e->out[1] = *b;
+		e->what = HM_MEM + kind;
+	}
 }
 
 /* What a dense layer's backward input-gradient reductions add beyond the

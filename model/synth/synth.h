@@ -94,7 +94,7 @@ struct synth_in {
 				  * reference, hw_run_clock at the layout's
 				  * dtype and cap.  The run's estimate gives
 				  * the clock of its own mix
-				  * (analytic_out.clock, predict_step_clock);
+				  * (analytic_out.clock, analytic_step_clock);
 				  * the balanced partition places at the
 				  * reference and the lower bound at the faster
 				  * of the two */

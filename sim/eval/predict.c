@@ -52,17 +52,12 @@ double predict_analytic(const struct synth_in *in)
 	return predict_analytic_clock(in, &c);
 }
 
-double predict_step_clock(const struct synth_in *in)
-{
-	/* (the screen's estimate, PREDICT_ANALYTIC_EFF 1: analytic_in_of's) */
-	return analytic_step_clock(in);
-}
-
-/* The clock in's kernels run at: its own (predict_step_clock), else the
+/* The clock in's kernels run at: its own (analytic_step_clock: the
+ * screen's estimate, PREDICT_ANALYTIC_EFF 1 as analytic_in_of's), else the
  * reference one. */
 static double run_clock(const struct synth_in *in)
 {
-	double c = predict_step_clock(in);
+	double c = analytic_step_clock(in);
 	return c > 0 ? c : hw_run_clock(in->hw, in->lay.dtype, in->lay.power_w);
 }
 
@@ -123,9 +118,9 @@ static int synth_scratch(const struct synth_in *in, struct predict_scratch *s,
 
 	memset(out, 0, sizeof(*out));
 	/* At the step's own clock, from one estimate of the run (a sweep's
-	 * candidate takes its screen's: predict_step_clock), every build of
+	 * candidate takes its screen's: analytic_step_clock), every build of
 	 * it (hier's points too) at the same. */
-	built.clock = predict_step_clock(in);
+	built.clock = analytic_step_clock(in);
 	/* A graph nobody keeps is only simulated: its ops' shapes (for
 	 * writing it as a trace, or editing it) would be built for nothing. */
 	built.no_shapes = in->no_shapes || !keep_g;

@@ -84,14 +84,6 @@ double predict_analytic(const struct synth_in *in);
  * balance, else 0 (the reference clock, synth_in.clock's default). */
 double predict_analytic_clock(const struct synth_in *in, double *clock);
 
-/* The clock in's step runs at (analytic_step_clock: in->clock where set,
- * a sweep's candidate its screen's estimate's; else the one estimate of
- * in's own description gives, the same as predict_analytic_clock's; 0
- * where its profile states no balance, the reference).  predict_synth
- * builds at it, and a graph edit takes each side at its own, so that an
- * edit's two sides and synth's own build agree. */
-double predict_step_clock(const struct synth_in *in);
-
 /* The derived figures from an iteration time (used by predict_synth and
  * by the analytic screen). */
 void predict_derive(const struct synth_in *in, double iter_s, struct predict_out *out);
