@@ -1482,6 +1482,63 @@ static void test_activation_bytes_fp8(void **state)
 }
 
 /*
+ * One layer's saved activations in an fp32 run (kperf_act_bytes 4:
+ * Megatron-LM without --bf16/--fp16 keeps params_dtype torch.float, so
+ * every saved tensor Korthikanti counts at 2 bytes is 4; the dropout
+ * masks stay torch.bool, 1 byte: aten native_dropout), GPT-3 175B's layer
+ * (s 2048, b 1, h 12288, a 96, ffn 4h), by Korthikanti et al. 2022's
+ * Table 2 terms, in s b h bytes:
+ *   attention: QKV's input 2 -> 4, Q and K 4 -> 8, V 2 -> 4, the
+ *              projection's input 2 -> 4, its dropout mask 1: 21; without
+ *              flash the scores' softmax output 2 -> 4 and the attention
+ *              dropout's output 2 -> 4 a s / h each, its mask 1: 9 a s / h
+ *              (bf16's 5) = 9 x 96 x 2048 / 12288 = 144;
+ *   MLP:       FC1's input 2 -> 4, the GeLU's input 8 -> 16, FC2's input
+ *              8 -> 16, the dropout mask 1: 37;
+ *   norms:     the two inputs 2 + 2 -> 4 + 4: 8.
+ * 66 s b h with flash attention (bf16 34), 210 without (bf16 34 + 80).
+ * At t 8 without sequence parallelism the norms' inputs, the masks and
+ * QKV's and FC1's inputs stay whole (8 + 2 + 8 = 18) and the rest is
+ * split ((66 - 18 + 144) / 8 = 24); with it all / 8.  Full recomputation
+ * keeps the layer's fp32 input, 4 s b h; a zero-bubble schedule's weight-
+ * gradient store Qi et al.'s 32 s b h at 4 bytes, 64.
+ */
+static void test_activation_bytes_fp32(void **state)
+{
+	struct layout l = {.tp = 1,
+			   .pp = 1,
+			   .dp = 1,
+			   .vp = 1,
+			   .mbs = 1,
+			   .microbatches = 1,
+			   .flash = 1,
+			   .dtype = HW_FP32};
+	double sbh = 2048.0 * 12288;
+	(void)state;
+	assert_true(mem_act_gemm_in_bytes(&l) == 4 && mem_act_proj_in_bytes(&l) == 4 &&
+		    mem_act_core_in_bytes(&l) == 4);
+	assert_rel_close(mem_act_per_layer(&gpt3, &l), 66 * sbh, 1e-15);
+	l.flash = 0;
+	assert_rel_close(mem_act_per_layer(&gpt3, &l), 210 * sbh, 1e-15);
+	l.tp = 8;
+	assert_rel_close(mem_act_per_layer(&gpt3, &l), (18 + 24) * sbh, 1e-15);
+	l.sp = 1;
+	assert_rel_close(mem_act_per_layer(&gpt3, &l), 210 / 8.0 * sbh, 1e-15);
+	l.recompute = LAYOUT_RECOMPUTE_FULL;
+	assert_rel_close(mem_act_per_layer(&gpt3, &l), 4 / 8.0 * sbh, 1e-15);
+	l.tp = 1;
+	l.sp = 0;
+	l.recompute = LAYOUT_RECOMPUTE_NONE;
+	assert_rel_close(mem_act_wgrad_layer(&gpt3, &l, 0), 64 * sbh, 1e-15);
+	l.dtype = HW_BF16;
+	assert_rel_close(mem_act_wgrad_layer(&gpt3, &l, 0), 32 * sbh, 1e-15);
+	/* The tf32 math mode of fp32 tensors: the same bytes. */
+	l.dtype = HW_TF32;
+	l.flash = 1;
+	assert_rel_close(mem_act_per_layer(&gpt3, &l), 66 * sbh, 1e-15);
+}
+
+/*
  * The zero-bubble schedules' memory, by hand (mem.h): GPT-3 175B, t 8, s
  * 2048, b 1, no sequence parallelism, 24 layers a stage on pp 4, m 8.
  * What W needs of a layer from its B (mem_act_wgrad_layer): each wgrad
@@ -3868,6 +3925,7 @@ int main(void)
 	    cmocka_unit_test(test_activation_bytes_gpt3),
 	    cmocka_unit_test(test_fp8_weight_copies),
 	    cmocka_unit_test(test_activation_bytes_fp8),
+	    cmocka_unit_test(test_activation_bytes_fp32),
 	    cmocka_unit_test(test_zb_memory),
 	    cmocka_unit_test(test_bytes_per_param),
 	    cmocka_unit_test(test_alloc_reserved),
