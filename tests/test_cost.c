@@ -1501,7 +1501,8 @@ static void test_activation_bytes_fp8(void **state)
  * QKV's and FC1's inputs stay whole (8 + 2 + 8 = 18) and the rest is
  * split ((66 - 18 + 144) / 8 = 24); with it all / 8.  Full recomputation
  * keeps the layer's fp32 input, 4 s b h; a zero-bubble schedule's weight-
- * gradient store Qi et al.'s 32 s b h at 4 bytes, 64.
+ * gradient store Qi et al.'s 32 s b h at 4 bytes, 64; the last stage's
+ * final norm's and output layer's inputs 4 s b h each.
  */
 static void test_activation_bytes_fp32(void **state)
 {
@@ -1514,6 +1515,7 @@ static void test_activation_bytes_fp32(void **state)
 			   .flash = 1,
 			   .dtype = HW_FP32};
 	double sbh = 2048.0 * 12288;
+	struct mem_stage st;
 	(void)state;
 	assert_true(mem_act_gemm_in_bytes(&l) == 4 && mem_act_proj_in_bytes(&l) == 4 &&
 		    mem_act_core_in_bytes(&l) == 4);
@@ -1536,6 +1538,12 @@ static void test_activation_bytes_fp32(void **state)
 	l.dtype = HW_TF32;
 	l.flash = 1;
 	assert_rel_close(mem_act_per_layer(&gpt3, &l), 66 * sbh, 1e-15);
+	/* One stage of all 96 layers, one microbatch: 96 x 66 s b h, the
+	 * embedding's dropout mask (1 s b h), the final norm's and the output
+	 * layer's fp32 inputs (4 + 4 s b h) and the fp32 logits (4 s b V). */
+	l.dtype = HW_FP32;
+	mem_stage(&gpt3, &l, NULL, 0, &st);
+	assert_rel_close(st.activations, (96 * 66 + 1 + 8) * sbh + 4 * 2048.0 * 51200, 1e-15);
 }
 
 /*

@@ -897,7 +897,10 @@ static void stage_walk(const struct llm *m, const struct layout *l, int s, const
 	int v = layout_stage_chunks(l), total = l->microbatches * v, warm = layout_warmup(l, s);
 	int first = s == 0, last = s == layout_head_stage(l);
 	double mask = first && layout_dropout(l) ? sl * b * h / sp : 0;
-	double lg = last ? 4 * sl * b * V / t : 0, tail = last ? 4 * sl * b * h / sp : 0;
+	/* (tail: the final norm's and the output layer's inputs, the
+	 * activations' dtype each: fp32's 4) */
+	double lg = last ? 4 * sl * b * V / t : 0,
+	       tail = last ? 2 * kperf_act_bytes(l->dtype) * sl * b * h / sp : 0;
 	double held_lg = 0;
 	/* Activation offloading: a microbatch's offloaded layers leave
 	 * the stage once its forward is done.  Transformer Engine's

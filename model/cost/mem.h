@@ -45,7 +45,8 @@
  *               logits' gradient) until the W.  Stage 0's first chunk
  *               adds the embedding's dropout mask (s b h, / t with SP); the
  *               last stage's last chunk the final norm's and the output
- *               layer's inputs (2 s b h each, / t with SP) and the fp32
+ *               layer's inputs (2 s b h each, an fp32 run's 4, / t with
+ *               SP) and the fp32
  *               logits the loss keeps (4 s b V / t) (Korthikanti section
  *               4.3).
  *   transient   working memory at the peak: a layer's full activations
