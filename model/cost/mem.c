@@ -90,7 +90,7 @@ double mem_act_per_layer(const struct llm *m, const struct layout *l)
 	double ab = kperf_act_bytes(l->dtype), rb = kperf_resid_bytes(l->dtype, l->fp32_residual);
 	/* Korthikanti's 24 s b h / t split by tensor parallelism: the MLP's
 	 * 16 for a 4h ungated FFN (mlp_saved: FC1's output, the activation's
-	 * bf16 input, 2 llm_ffn_in; FC2's input, q ffn), and 8 of the
+	 * input, ab llm_ffn_in; FC2's input, q ffn), and 8 of the
 	 * attention's own width (Q and K, V: the core's inputs, 3 qa; the
 	 * projection's input, pj: h, or heads x head_dim where that differs;
 	 * MLA's Q, K, V and the core's output, 2 a (d_qk + d_qk + d_v + d_v)
@@ -106,10 +106,10 @@ double mem_act_per_layer(const struct llm *m, const struct layout *l)
 	 * 5 a s / h in bf16, 9 in fp32. */
 	double attn = l->flash ? 0.0 : (2 * ab + 1) * a * s / h;
 	/* Korthikanti's 10 s b h each rank keeps whole (without sequence
-	 * parallelism): the two norms' bf16 inputs (4), the dropout masks (2;
+	 * parallelism): the two norms' inputs (2 ab: bf16's 4), the dropout masks (2;
 	 * none without dropout, layout_dropout), QKV's and FC1's inputs (q
 	 * each); and MLA's compressed q and kv: each up projection's
-	 * LayerNormLinear keeps its norm's input (2) and output (q), (2 + q)
+	 * LayerNormLinear keeps its norm's input (ab) and output (q), (ab + q)
 	 * (q_lora_rank + kv_lora_rank) bytes a token. */
 	double whole = 2 * ab + 2.0 * layout_dropout(l) + 2 * q +
 		       (llm_mla(m) ? (ab + q) * ((double)m->q_lora_rank + m->kv_lora_rank) / h : 0);
