@@ -359,7 +359,13 @@ static void tp_side_end(struct ctx *c, int r)
  * one. */
 static double ew(const struct ctx *c, double n, double in)
 {
-	return n * kperf_act_bytes(c->in->lay.dtype) * (in + 1);
+	return n * c->ab * (in + 1);
+}
+
+void sl_ctx_bytes(struct ctx *c)
+{
+	c->ab = kperf_act_bytes(c->in->lay.dtype);
+	c->rb = kperf_resid_bytes(c->in->lay.dtype, c->in->lay.fp32_residual);
 }
 
 /* Bytes of a value of the residual stream (kperf_resid_bytes: the
@@ -367,12 +373,12 @@ static double ew(const struct ctx *c, double n, double in)
  * activations the modules read and write (kperf_act_bytes). */
 static double rb_of(const struct ctx *c)
 {
-	return kperf_resid_bytes(c->in->lay.dtype, c->in->lay.fp32_residual);
+	return c->rb;
 }
 
 static double ab_of(const struct ctx *c)
 {
-	return kperf_act_bytes(c->in->lay.dtype);
+	return c->ab;
 }
 
 /* Megatron-LM's bias-dropout-add over nh values (bias_dropout_add_fused_train,

@@ -483,6 +483,9 @@ struct ctx {
 	struct layout lay;	       /* in->lay resolved (synth_mem_layout): the
 				    * layers of each stage, the precision */
 	int kdb_gpu;		       /* the GPU's id in in->kdb (kdb_gpu), or -1 */
+	double ab, rb;		       /* bytes of an activation (kperf_act_bytes) and of a
+			* residual-stream value (kperf_resid_bytes) of in's
+			* layout: sl_ctx_bytes */
 	struct rankst *rk;	       /* per rank (pipeline stage) */
 	int oom;		       /* 1: out of memory; SYNTH_TOO_BIG */
 	int dry;		       /* time kernels into dry_s, build nothing */
@@ -787,6 +790,9 @@ int sl_pp_per_node(const struct synth_in *in);
  * z->rb). */
 void sl_tp_coll(struct ctx *c, int r, const struct shape *z, int st, int kind, double bytes,
 		double eb);
+
+/* c's element sizes from c->in (ctx.ab, ctx.rb), where a ctx is made. */
+void sl_ctx_bytes(struct ctx *c);
 
 /* A memory-bound kernel of class cls (KC_*) moving bytes, on rank r's
  * compute stream. */
