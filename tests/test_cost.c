@@ -1527,6 +1527,71 @@ static void test_activation_bytes_fp8(void **state)
 }
 
 /*
+ * One layer's saved activations in an fp32 run (kperf_act_bytes 4:
+ * Megatron-LM without --bf16/--fp16 keeps params_dtype torch.float, so
+ * every saved tensor Korthikanti counts at 2 bytes is 4; the dropout
+ * masks stay torch.bool, 1 byte: aten native_dropout), GPT-3 175B's layer
+ * (s 2048, b 1, h 12288, a 96, ffn 4h), by Korthikanti et al. 2022's
+ * Table 2 terms, in s b h bytes:
+ *   attention: QKV's input 2 -> 4, Q and K 4 -> 8, V 2 -> 4, the
+ *              projection's input 2 -> 4, its dropout mask 1: 21; without
+ *              flash the scores' softmax output 2 -> 4 and the attention
+ *              dropout's output 2 -> 4 a s / h each, its mask 1: 9 a s / h
+ *              (bf16's 5) = 9 x 96 x 2048 / 12288 = 144;
+ *   MLP:       FC1's input 2 -> 4, the GeLU's input 8 -> 16, FC2's input
+ *              8 -> 16, the dropout mask 1: 37;
+ *   norms:     the two inputs 2 + 2 -> 4 + 4: 8.
+ * 66 s b h with flash attention (bf16 34), 210 without (bf16 34 + 80).
+ * At t 8 without sequence parallelism the norms' inputs, the masks and
+ * QKV's and FC1's inputs stay whole (8 + 2 + 8 = 18) and the rest is
+ * split ((66 - 18 + 144) / 8 = 24); with it all / 8.  Full recomputation
+ * keeps the layer's fp32 input, 4 s b h; a zero-bubble schedule's weight-
+ * gradient store Qi et al.'s 32 s b h at 4 bytes, 64; the last stage's
+ * final norm's and output layer's inputs 4 s b h each.
+ */
+static void test_activation_bytes_fp32(void **state)
+{
+	struct layout l = {.tp = 1,
+			   .pp = 1,
+			   .dp = 1,
+			   .vp = 1,
+			   .mbs = 1,
+			   .microbatches = 1,
+			   .flash = 1,
+			   .dtype = HW_FP32};
+	double sbh = 2048.0 * 12288;
+	struct mem_stage st;
+	(void)state;
+	assert_true(mem_act_gemm_in_bytes(&l) == 4 && mem_act_proj_in_bytes(&l) == 4 &&
+		    mem_act_core_in_bytes(&l) == 4);
+	assert_rel_close(mem_act_per_layer(&gpt3, &l), 66 * sbh, 1e-15);
+	l.flash = 0;
+	assert_rel_close(mem_act_per_layer(&gpt3, &l), 210 * sbh, 1e-15);
+	l.tp = 8;
+	assert_rel_close(mem_act_per_layer(&gpt3, &l), (18 + 24) * sbh, 1e-15);
+	l.sp = 1;
+	assert_rel_close(mem_act_per_layer(&gpt3, &l), 210 / 8.0 * sbh, 1e-15);
+	l.recompute = LAYOUT_RECOMPUTE_FULL;
+	assert_rel_close(mem_act_per_layer(&gpt3, &l), 4 / 8.0 * sbh, 1e-15);
+	l.tp = 1;
+	l.sp = 0;
+	l.recompute = LAYOUT_RECOMPUTE_NONE;
+	assert_rel_close(mem_act_wgrad_layer(&gpt3, &l, 0), 64 * sbh, 1e-15);
+	l.dtype = HW_BF16;
+	assert_rel_close(mem_act_wgrad_layer(&gpt3, &l, 0), 32 * sbh, 1e-15);
+	/* The tf32 math mode of fp32 tensors: the same bytes. */
+	l.dtype = HW_TF32;
+	l.flash = 1;
+	assert_rel_close(mem_act_per_layer(&gpt3, &l), 66 * sbh, 1e-15);
+	/* One stage of all 96 layers, one microbatch: 96 x 66 s b h, the
+	 * embedding's dropout mask (1 s b h), the final norm's and the output
+	 * layer's fp32 inputs (4 + 4 s b h) and the fp32 logits (4 s b V). */
+	l.dtype = HW_FP32;
+	mem_stage(&gpt3, &l, NULL, 0, &st);
+	assert_rel_close(st.activations, (96 * 66 + 1 + 8) * sbh + 4 * 2048.0 * 51200, 1e-15);
+}
+
+/*
  * The zero-bubble schedules' memory, by hand (mem.h): GPT-3 175B, t 8, s
  * 2048, b 1, no sequence parallelism, 24 layers a stage on pp 4, m 8.
  * What W needs of a layer from its B (mem_act_wgrad_layer): each wgrad
@@ -3914,6 +3979,7 @@ int main(void)
 	    cmocka_unit_test(test_activation_bytes_gpt3),
 	    cmocka_unit_test(test_fp8_weight_copies),
 	    cmocka_unit_test(test_activation_bytes_fp8),
+	    cmocka_unit_test(test_activation_bytes_fp32),
 	    cmocka_unit_test(test_zb_memory),
 	    cmocka_unit_test(test_bytes_per_param),
 	    cmocka_unit_test(test_alloc_reserved),

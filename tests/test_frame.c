@@ -564,6 +564,17 @@ static void test_round_trip(void **state)
 				 fw != FRAME_TORCHTITAN);
 		if (fw != FRAME_TORCHTITAN)
 			round_trip(fw, &dense, &l);
+		/* the residual stream in fp32: Megatron-LM's
+		 * --fp32-residual-connection, Bridge's
+		 * model.fp32_residual_connection (a TransformerConfig field);
+		 * torchtitan has none */
+		layout_default(&l);
+		l.dp = 8;
+		l.fp32_residual = 1;
+		assert_int_equal(frame_expresses(fw, LK_fp32_residual, &dense, &l),
+				 fw != FRAME_TORCHTITAN);
+		if (fw != FRAME_TORCHTITAN)
+			round_trip(fw, &dense, &l);
 		/* full recompute, ZeRO-3, fp16 or fp32, no flash, embed-loss,
 		 * no pipeline overlap; a head_dim of its own */
 		layout_default(&l);
@@ -781,6 +792,28 @@ static void test_no_dropout(void **state)
 				 PRISM_EFORMAT);
 		assert_string_equal(
 		    err.msg, "t.sh:1: --hidden-dropout '1.5': expected a probability in [0, 1)");
+	}
+	/* --fp32-residual-connection read from Megatron-LM's arguments and
+	 * Bridge's overrides; absent, off (a Megatron-LM flag's absence says
+	 * so) */
+	{
+		static const struct {
+			int fw;
+			const char *t;
+			int want;
+		} c[] = {
+		    {FRAME_MEGATRON, "--num-layers 2 --bf16 --fp32-residual-connection\n", 1},
+		    {FRAME_MEGATRON, "--num-layers 2 --bf16\n", 0},
+		    {FRAME_BRIDGE, "model.num_layers=2\nmodel.fp32_residual_connection=true\n", 1},
+		};
+		for (size_t i = 0; i < sizeof(c) / sizeof(c[0]); i++) {
+			assert_int_equal(frame_import(c[i].fw, "t.sh", c[i].t, strlen(c[i].t), NULL,
+						      &m, &l, &given, &x, &err),
+					 0);
+			assert_int_equal(l.fp32_residual, c[i].want);
+			if (c[i].want)
+				assert_true(given & LK_BIT(LK_fp32_residual));
+		}
 	}
 }
 

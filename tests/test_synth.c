@@ -5993,6 +5993,177 @@ static void test_fp32_activations(void **state)
 	}
 }
 
+/* Rank 0's kernels of layer 0, microbatch 0, in one phase of its first
+ * step whose name holds `what`: their bytes summed (cost_work), their
+ * count into *n. */
+static double layer0_bytes(const struct graph *g, int phase, const char *what, int *n)
+{
+	double sum = 0;
+	int32_t it = -1;
+	*n = 0;
+	for (uint32_t u = 0; u < g->n_nodes; u++) {
+		double f, b;
+		if (g->kind[u] != GN_KERNEL || g->procs[g->proc[u]].rank != 0 || g->layer[u] != 0 ||
+		    g->mb[u] != 0 || g->phase[u] != phase || (it >= 0 && g->iter[u] != it))
+			continue;
+		it = g->iter[u];
+		if (!strstr(strtab_get(&g->st, g->name[u]), what))
+			continue;
+		assert_int_equal(cost_work(g, u, &f, &b), 1);
+		sum += b;
+		(*n)++;
+	}
+	return sum;
+}
+
+/*
+ * The residual stream's element size (kperf_resid_bytes; docs/MODEL.md
+ * "FP32 residual connection"), the small GPT by hand: a layer's b s h =
+ * 1 x 1024 x 1024 = nh = 1,048,576 values, tp 1, dropout on, three runs:
+ * bf16; bf16 with fp32_residual (Megatron-LM's --fp32-residual-
+ * connection: the stream fp32, the modules bf16); and an fp32 run
+ * (everything 4 bytes).  Per layer, forward:
+ *  - the two bias-dropout-adds (the branch, the residual read, the sum
+ *    written, the one-byte mask): bf16 (2 + 2 + 2 + 1) nh = 7 nh each,
+ *    fp32_residual (2 + 4 + 4 + 1) = 11 nh, fp32 (4 + 4 + 4 + 1) = 13 nh;
+ *  - fp32_residual's casts of the stream to bf16 before the two norms
+ *    (TELayerNormColumnParallelLinear's x.to(), 4 + 2): 6 nh each, none
+ *    in the others;
+ *  - the two norms (input read, output written): 4 nh each in bf16 and
+ *    under fp32_residual (they read the bf16 cast), 8 nh in fp32.
+ * Backward:
+ *  - the two dropouts' backward (the stream's gradient and the mask read,
+ *    the gradient written): 5 nh bf16, 9 nh fp32_residual and fp32; then
+ *    under fp32_residual the branch's gradient cast to bf16 (6 nh), and
+ *    after each norm's backward its gradient cast to fp32 (6 nh);
+ *  - the two residual junctions' gradient sums (two read, one written):
+ *    6 nh bf16, 12 nh fp32_residual and fp32.
+ * The embedding's output is cast to fp32 once a microbatch (2 + 4 = 6 nh;
+ * embeddings.float()); at tp 2 with sequence parallelism, learned
+ * positions split after the cast, so its backward all-gathers the fp32
+ * gradient.  At pp 2 the pipeline's sends are fp32 under
+ * fp32_residual (pipeline_dtype torch.float): nh x 4 = 4,194,304 bytes
+ * "Float", one a microbatch forward from stage 0, none "BFloat16"; the
+ * estimate's transfer (synth_pp_transfer_s) the fp32 run's.  Memory: the
+ * layer's saved tensors as bf16's (the norms keep their bf16 casts)
+ * except a fully recomputed layer's checkpointed input, 4 nh (bf16 2 nh),
+ * and recomputing mlp, whose checkpoint keeps the fp32 input where the
+ * norm kept its cast: 2 nh more; at pp 2 the last stage holds its
+ * received fp32 input until the backward, 4 nh a microbatch held.  The bound stays under the simulated
+ * step.
+ */
+static void test_fp32_residual(void **state)
+{
+	static const struct {
+		const char *what;
+		int phase;
+		double per[3]; /* bytes a kernel over nh: bf16, fp32_residual, fp32 */
+	} want[] = {
+	    {"fused_bias_dropout_add_kernel", PH_FORWARD, {7, 11, 13}},
+	    {"(residual to bf16)", PH_FORWARD, {0, 6, 0}},
+	    {"vectorized_layer_norm_kernel", PH_FORWARD, {4, 4, 8}},
+	    {"masked_scale_kernel_dropout_backward", PH_BACKWARD, {5, 9, 9}},
+	    {"(gradient to bf16)", PH_BACKWARD, {0, 6, 0}},
+	    {"(gradient to fp32)", PH_BACKWARD, {0, 6, 0}},
+	    {"(residual gradient)", PH_BACKWARD, {6, 12, 12}},
+	};
+	const double nh = 1048576;
+	struct synth_in in;
+	struct synth_out so;
+	struct settle_out st;
+	struct prism_err err;
+	struct graph *g;
+	double pp_s[3], act[3], full[3], mlp[3];
+	struct mem_stage ms0[3], ms1[3];
+	int n, steps;
+	(void)state;
+	for (int v = 0; v < 3; v++) {
+		small(&in);
+		in.lay.dtype = v == 2 ? HW_FP32 : HW_BF16;
+		in.lay.fp32_residual = v == 1;
+		g = build(&in, &so, &st);
+		steps = in.steps > 0 ? in.steps : 1;
+		for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
+			double b = layer0_bytes(g, want[i].phase, want[i].what, &n);
+			assert_int_equal(n, want[i].per[v] > 0 ? 2 : 0);
+			assert_true(b == 2 * want[i].per[v] * nh);
+		}
+		assert_int_equal(count_kernels(g, "(embedding to fp32)"),
+				 v == 1 ? in.lay.microbatches * steps : 0);
+		assert_true(synth_lower_bound(&in) <= st.iter_s);
+		synth_out_release(&so);
+		graph_free(g);
+
+		act[v] = mem_act_per_layer(&in.m, &in.lay);
+		in.lay.recompute = LAYOUT_RECOMPUTE_SELECTIVE;
+		in.lay.recompute_modules = LAYOUT_RC_MLP;
+		mlp[v] = mem_act_per_layer(&in.m, &in.lay);
+		in.lay.recompute = LAYOUT_RECOMPUTE_FULL;
+		full[v] = mem_act_per_layer(&in.m, &in.lay);
+
+		small(&in);
+		in.lay.dtype = v == 2 ? HW_FP32 : HW_BF16;
+		in.lay.fp32_residual = v == 1;
+		in.lay.pp = 2;
+		in.lay.microbatches = 4;
+		pp_s[v] = synth_pp_transfer_s(&in);
+		mem_stage(&in.m, &in.lay, in.hw, 0, &ms0[v]);
+		mem_stage(&in.m, &in.lay, in.hw, 1, &ms1[v]);
+		g = build(&in, &so, &st);
+		steps = in.steps > 0 ? in.steps : 1;
+		assert_int_equal(
+		    colls_of(g, GC_SEND, (int64_t)(nh * (v ? 4 : 2)), v ? "Float" : "BFloat16"),
+		    in.lay.microbatches * steps);
+		if (v) {
+			assert_true(coll_bytes(g, GC_SEND, "BFloat16", &n) == 0 && n == 0);
+		}
+		assert_true(synth_lower_bound(&in) <= st.iter_s);
+		synth_out_release(&so);
+		graph_free(g);
+	}
+	assert_true(pp_s[1] == pp_s[2] && pp_s[1] > pp_s[0]);
+	/* Stage 1 (the last: one microbatch held at its peak) keeps its
+	 * received fp32 input beside the norm's bf16 copy, 4 nh; stage 0's
+	 * input is the embedding's, freed. */
+	assert_true(ms1[1].activations - ms1[0].activations == 4 * nh);
+	assert_true(ms1[1].inflight == 1 && ms0[1].activations == ms0[0].activations);
+	/* tp 2 with sequence parallelism: the layers' gathers stay bf16 (b s h
+	 * = 2,097,152 bytes "BFloat16"); the embedding (learned positions:
+	 * all-reduced, cast, then split) gathers its fp32 gradient once a
+	 * microbatch, 4,194,304 bytes "Float", and casts it back after. */
+	small(&in);
+	in.lay.fp32_residual = 1;
+	in.lay.tp = 2;
+	in.lay.sp = 1;
+	g = build(&in, &so, &st);
+	steps = in.steps > 0 ? in.steps : 1;
+	assert_int_equal(colls_of(g, GC_ALL_GATHER, 4194304, "Float"), in.lay.microbatches * steps);
+	assert_true(colls_of(g, GC_ALL_GATHER, 2097152, "BFloat16") > 0);
+	assert_int_equal(count_kernels(g, "(embedding gradient to bf16)"),
+			 in.lay.microbatches * steps);
+	synth_out_release(&so);
+	graph_free(g);
+	assert_true(act[1] == act[0]);
+	assert_true(mlp[1] - mlp[0] == 2 * nh);
+	assert_true(full[0] == 2 * nh && full[1] == 4 * nh && full[2] == 4 * nh);
+	/* Where Megatron-LM refuses it (arguments.py: "residual connection in
+	 * fp32 only supported when using fp16 or bf16"). */
+	small(&in);
+	in.lay.dtype = HW_FP32;
+	in.lay.fp32_residual = 1;
+	prism_err_clear(&err);
+	assert_int_equal(synth_check(&in, &err), PRISM_EARG);
+	assert_string_equal(err.msg, "layout: fp32_residual with dtype fp32: Megatron-LM keeps the "
+				     "residual in fp32 only around bf16 or fp16 modules (an fp32 "
+				     "run's is fp32 already)");
+	in.lay.dtype = HW_BF16;
+	in.lay.framework = LAYOUT_FW_TORCH;
+	prism_err_clear(&err);
+	assert_int_equal(synth_check(&in, &err), PRISM_EARG);
+	assert_string_equal(err.msg, "layout: fp32_residual is Megatron-LM's "
+				     "--fp32-residual-connection (framework megatron), not torch");
+}
+
 /*
  * What crosses the tensor-parallel wire under fp8 (kperf_lowp_gather_bytes),
  * with and without Transformer Engine's userbuffers (--tp-overlap).  The
@@ -8185,6 +8356,7 @@ int main(void)
 	    cmocka_unit_test(test_fp32_activations),
 	    cmocka_unit_test(test_fp8_tp_gathers),
 	    cmocka_unit_test(test_fp8_cp_ring),
+	    cmocka_unit_test(test_fp32_residual),
 	    cmocka_unit_test(test_mla_layer),
 	    cmocka_unit_test(test_mla_load),
 	    cmocka_unit_test(test_cp_ring),

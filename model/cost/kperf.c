@@ -27,6 +27,11 @@ double kperf_act_bytes(int dtype)
 	return dtype == HW_FP32 || dtype == HW_TF32 ? 4 : 2;
 }
 
+double kperf_resid_bytes(int dtype, int fp32_residual)
+{
+	return fp32_residual ? 4 : kperf_act_bytes(dtype);
+}
+
 /* SMs of a profile that does not say (an A100's). */
 #define KPERF_SMS 108
 
@@ -483,7 +488,7 @@ static int norm_writes_fp8(int dtype, int recipe, int exec)
 
 double kperf_lowp_norm_out_bytes(int dtype, int recipe, int exec)
 {
-	return norm_writes_fp8(dtype, recipe, exec) ? 1 : 2;
+	return norm_writes_fp8(dtype, recipe, exec) ? 1 : kperf_act_bytes(dtype);
 }
 
 double kperf_lowp_copy_bytes(int dtype, int recipe)

@@ -218,6 +218,21 @@ double kperf_elem_bytes(int dtype);
 double kperf_act_bytes(int dtype);
 
 /*
+ * Bytes of one element of the residual stream: a layer's output, what the
+ * bias-dropout-adds sum into, the embedding's output, the pipeline's
+ * sends and receives (its pipeline_dtype) and a fully recomputed layer's
+ * checkpointed input.  fp32_residual (the layout's, Megatron-LM's
+ * --fp32-residual-connection): 4, the stream kept in fp32 around bf16 or
+ * fp16 modules (transformer_layer.py residual.float(),
+ * fused_bias_dropout.py, transformer_config.py pipeline_dtype forced to
+ * torch.float); else the activations' kperf_act_bytes.  What the modules
+ * read and write between their norm and their output (the norms' cast
+ * copies, the GEMMs, the tensor-parallel collectives) stays
+ * kperf_act_bytes's (docs/MODEL.md, "FP32 residual connection").
+ */
+double kperf_resid_bytes(int dtype, int fp32_residual);
+
+/*
  * The kernels that quantise one bf16 tensor of n values for GEMMs in
  * dtype: fp8 under `recipe` (enum layout_fp8_recipe), fp4 under NVFP4's
  * (Transformer Engine's quantizers, docs/MODEL.md "Mixed precision"), as
@@ -292,7 +307,8 @@ int kperf_lowp_casts(int dtype, int recipe, int exec, int of, int any_layout, do
 
 /* Bytes a value the norm writes where it feeds a LayerNormLinear (above):
  * 1 where it writes the fp8 copy itself (delayed scaling under
- * Transformer Engine), else 2 (bf16). */
+ * Transformer Engine), else the activations' kperf_act_bytes (2; an fp32
+ * run's 4). */
 double kperf_lowp_norm_out_bytes(int dtype, int recipe, int exec);
 
 /* Bytes a value of a sequence-parallel all-gather of a GEMM's input or

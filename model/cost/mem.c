@@ -35,13 +35,15 @@ static double lora_act(const struct llm *m, const struct layout *l)
 
 double mem_act_gemm_in_bytes(const struct layout *l)
 {
+	if (l->dtype != HW_FP8 && l->dtype != HW_FP4)
+		return kperf_act_bytes(l->dtype);
 	return kperf_lowp_copy_bytes(l->dtype, l->fp8_recipe);
 }
 
 double mem_act_core_in_bytes(const struct layout *l)
 {
 	if (layout_attn_dtype(l) != HW_FP8)
-		return 2;
+		return kperf_act_bytes(l->dtype);
 	return l->dtype == HW_FP8 ? mem_act_gemm_in_bytes(l) : 1;
 }
 
@@ -49,22 +51,23 @@ double mem_act_proj_in_bytes(const struct layout *l)
 {
 	double q = mem_act_gemm_in_bytes(l);
 	if (l->dtype != HW_FP8 || l->fp8_recipe != LAYOUT_FP8_DELAYED)
-		return 2;
+		return kperf_act_bytes(l->dtype);
 	return l->flash ? (l->fp8_attention ? q : 2) + q : q;
 }
 
 /* The dense MLP's saved tensors beside its input, bytes a token over the
- * hidden size (x s b h / t): FC1's output, the activation's bf16 input (2
- * bytes an element of its llm_ffn_in width: 2 ffn gated, Megatron-LM's
- * SwiGLUFunction / BiasGeLUFunction save_for_backward(input),
- * megatron/core/fusions/fused_bias_swiglu.py and fused_bias_gelu.py), and
- * FC2's input, the activation's output (q bytes an element of ffn: TE's
- * RowParallelLinear keeps it, quantised under fp8); Megatron's MLP has no
- * dropout of its own (the block's, after FC2, is the layer's).  For
- * Korthikanti's 4h ungated FFN in bf16: 8 + 8 = 16. */
-static double mlp_saved(const struct llm *m, double q)
+ * hidden size (x s b h / t): FC1's output, the activation's input (ab
+ * bytes an element of its llm_ffn_in width, the activations' dtype: bf16's
+ * 2, fp32's 4; 2 ffn gated, Megatron-LM's SwiGLUFunction / BiasGeLUFunction
+ * save_for_backward(input), megatron/core/fusions/fused_bias_swiglu.py
+ * and fused_bias_gelu.py), and FC2's input, the activation's output (q
+ * bytes an element of ffn: TE's RowParallelLinear keeps it, quantised
+ * under fp8); Megatron's MLP has no dropout of its own (the block's, after
+ * FC2, is the layer's).  For Korthikanti's 4h ungated FFN in bf16: 8 + 8
+ * = 16 (fp32: 32). */
+static double mlp_saved(const struct llm *m, double q, double ab)
 {
-	return (2 * llm_ffn_in(m) + q * m->ffn) / m->hidden;
+	return (ab * llm_ffn_in(m) + q * m->ffn) / m->hidden;
 }
 
 double mem_act_per_layer(const struct llm *m, const struct layout *l)
@@ -72,16 +75,22 @@ double mem_act_per_layer(const struct llm *m, const struct layout *l)
 	/* A context-parallel rank holds s / cp of each sequence. */
 	double s = (double)m->seq / layout_cp(l), b = l->mbs, h = m->hidden, a = m->heads,
 	       t = l->tp;
-	double sbh = s * b * h, attn = (l->flash ? 0.0 : 5 * a * s / h);
+	double sbh = s * b * h;
 	/* A GEMM's saved input, bytes an element: 2 in bf16, the quantised
 	 * copy Transformer Engine keeps under fp8 or fp4
 	 * (mem_act_gemm_in_bytes); the projection's input as the recipe keeps
 	 * it (mem_act_proj_in_bytes). */
 	double q = mem_act_gemm_in_bytes(l), pj = mem_act_proj_in_bytes(l),
 	       qa = mem_act_core_in_bytes(l);
+	/* The activations' element (kperf_act_bytes: bf16's 2, an fp32 run's
+	 * 4) and the residual stream's (kperf_resid_bytes: 4 under
+	 * fp32_residual too); Korthikanti's 2-byte terms are ab's, the
+	 * one-byte dropout masks stay one byte (docs/MODEL.md, "Activation
+	 * dtype"). */
+	double ab = kperf_act_bytes(l->dtype), rb = kperf_resid_bytes(l->dtype, l->fp32_residual);
 	/* Korthikanti's 24 s b h / t split by tensor parallelism: the MLP's
 	 * 16 for a 4h ungated FFN (mlp_saved: FC1's output, the activation's
-	 * bf16 input, 2 llm_ffn_in; FC2's input, q ffn), and 8 of the
+	 * input, ab llm_ffn_in; FC2's input, q ffn), and 8 of the
 	 * attention's own width (Q and K, V: the core's inputs, 3 qa; the
 	 * projection's input, pj: h, or heads x head_dim where that differs;
 	 * MLA's Q, K, V and the core's output, 2 a (d_qk + d_qk + d_v + d_v)
@@ -91,15 +100,19 @@ double mem_act_per_layer(const struct llm *m, const struct layout *l)
 	 * softmax_lse), TE's FusedAttnFunc likewise), qa (1 + 2 kv_heads /
 	 * heads) in all. */
 	double kv = (double)llm_kv_heads(m) / m->heads;
-	double par = mlp_saved(m, q) + (qa * (1 + 2 * kv) + pj) * (llm_attn_width(m) / h);
+	double par = mlp_saved(m, q, ab) + (qa * (1 + 2 * kv) + pj) * (llm_attn_width(m) / h);
+	/* Without flash attention the a s^2 b scores' softmax output and the
+	 * attention dropout's output (ab each) and its mask (1): Korthikanti's
+	 * 5 a s / h in bf16, 9 in fp32. */
+	double attn = l->flash ? 0.0 : (2 * ab + 1) * a * s / h;
 	/* Korthikanti's 10 s b h each rank keeps whole (without sequence
-	 * parallelism): the two norms' bf16 inputs (4), the dropout masks (2;
+	 * parallelism): the two norms' inputs (2 ab: bf16's 4), the dropout masks (2;
 	 * none without dropout, layout_dropout), QKV's and FC1's inputs (q
 	 * each); and MLA's compressed q and kv: each up projection's
-	 * LayerNormLinear keeps its norm's input (2) and output (q), (2 + q)
+	 * LayerNormLinear keeps its norm's input (ab) and output (q), (ab + q)
 	 * (q_lora_rank + kv_lora_rank) bytes a token. */
-	double whole = 4 + 2.0 * layout_dropout(l) + 2 * q +
-		       (llm_mla(m) ? (2 + q) * ((double)m->q_lora_rank + m->kv_lora_rank) / h : 0);
+	double whole = 2 * ab + 2.0 * layout_dropout(l) + 2 * q +
+		       (llm_mla(m) ? (ab + q) * ((double)m->q_lora_rank + m->kv_lora_rank) / h : 0);
 
 	/* What selective recomputation's modules do not keep (docs/MODEL.md,
 	 * "Recompute modules"), w a tensor each rank keeps whole without
@@ -114,15 +127,19 @@ double mem_act_per_layer(const struct llm *m, const struct layout *l)
 	double w = l->sp ? sbh / t : sbh, saved = 0;
 	if (layout_rc(l, LAYOUT_RC_CORE_ATTN))
 		saved += sbh * attn / t;
+	/* (Under fp32_residual mlp's checkpoint keeps its fp32 input where
+	 * the fused norm kept its bf16 cast: rb - ab more of w.) */
 	if (layout_rc(l, LAYOUT_RC_MLP))
-		saved += q * w + mlp_saved(m, q) * sbh / t;
+		saved += q * w + mlp_saved(m, q, ab) * sbh / t - (rb - ab) * w;
 	if (layout_rc(l, LAYOUT_RC_LAYERNORM) && llm_mla(m))
 		saved += q * w;
 	if (layout_rc(l, LAYOUT_RC_MLA_UP_PROJ) && llm_mla(m))
 		saved += qa * s * b * a * (2 * llm_qk_head_dim(m) + llm_v_head_dim(m)) / t;
 
+	/* Full recomputation keeps each layer's input, the residual stream
+	 * (rb: fp32 under fp32_residual). */
 	if (l->recompute == LAYOUT_RECOMPUTE_FULL)
-		return l->sp ? 2 * sbh / t : 2 * sbh;
+		return l->sp ? rb * sbh / t : rb * sbh;
 	if (l->sp)
 		return sbh * (whole + par + attn) / t - saved + lora_act(m, l);
 	return sbh * (whole + par / t + attn / t) - saved + lora_act(m, l);
@@ -139,7 +156,7 @@ double mem_act_wgrad_layer(const struct llm *m, const struct layout *l, int moe)
 	 * grad_output] in its WeightGradStore after the dgrad GEMM has read the
 	 * row-wise data): g = 2 r of bf16's. */
 	double r = mem_act_gemm_in_bytes(l) / 2,
-	       g = l->dtype == HW_FP8 || l->dtype == HW_FP4 ? 2 * r : 1;
+	       g = l->dtype == HW_FP8 || l->dtype == HW_FP4 ? 2 * r : kperf_act_bytes(l->dtype) / 2;
 	/* QKV (h -> its rank's width) and the projection (its input -> h). */
 	double w = hin * r + llm_qkv_width_rank(m, (int)t) * g + llm_proj_width(m) / t * r + h * g;
 	if (moe) {
@@ -171,7 +188,7 @@ double mem_act_kind(const struct llm *m, const struct layout *l, int k)
 	if (k == LLM_KIND_MAMBA) {
 		par = (2 * llm_ssm_proj(m) + 6 * llm_ssm_inner(m)) / h;
 	} else if (k == LLM_KIND_MLP) {
-		par = mlp_saved(m, 2);
+		par = mlp_saved(m, 2, 2);
 		if (layout_rc(l, LAYOUT_RC_MLP))
 			saved += 2 * w + par * sbh / t;
 	} else {
@@ -253,7 +270,7 @@ double mem_act_moe_layer(const struct llm *m, const struct layout *l)
 	double sh = (double)m->shared_experts, saved = 0;
 	/* Saved GEMM inputs (the experts' and FC2's): q bytes an element, r of
 	 * bf16's (mem_act_gemm_in_bytes). */
-	double q = mem_act_gemm_in_bytes(l), r = q / 2;
+	double q = mem_act_gemm_in_bytes(l), r = q / 2, ab = kperf_act_bytes(l->dtype);
 	struct layout x = *l; /* the attention's share: mlp is a dense layer's */
 
 	if (l->recompute == LAYOUT_RECOMPUTE_FULL)
@@ -267,8 +284,8 @@ double mem_act_moe_layer(const struct llm *m, const struct layout *l)
 	 * + 4 q sbh for ffn 4h ungated), the dropout mask (sbh, where dropout
 	 * runs); without sequence parallelism the input and the mask are
 	 * whole on every rank. */
-	mlp = l->sp || t <= 1 ? (layout_dropout(l) + q + mlp_saved(m, q)) * sbh / t
-			      : (layout_dropout(l) + q) * sbh + mlp_saved(m, q) * sbh / t;
+	mlp = l->sp || t <= 1 ? (layout_dropout(l) + q + mlp_saved(m, q, ab)) * sbh / t
+			      : (layout_dropout(l) + q) * sbh + mlp_saved(m, q, ab) * sbh / t;
 	/* The router's bf16 input and the mask (3 n h; 2 without dropout), its fp32 scores (4 n
 	 * E), the routed tokens' inputs (q), FC1 outputs (bf16) and
 	 * activations (q) on this rank, the shared experts' input (bf16:
@@ -475,22 +492,42 @@ const char *mem_verdict_name(int v, int brief)
 	return brief ? shrt[v] : full[v];
 }
 
+/* Under fp32_residual, the fp32 input chunk c of stage s received from
+ * the previous stage, one microbatch: Megatron-LM's schedule holds a
+ * unit's input tensor until its backward (schedules.py input_tensors,
+ * backward_step reads input_tensor.grad), beside the bf16 copy its first
+ * norm saved; b s h (/ t with sequence parallelism) x 4 bytes.  None in
+ * the model's first chunk (its input is the embedding's output, freed
+ * after the first bias-dropout-add), under full recomputation (the
+ * checkpoint keeps that tensor, mem_act_per_layer's) and without the knob
+ * (the norm saves the received tensor itself). */
+static double chunk_in_held(const struct llm *m, const struct layout *l, int s, int c)
+{
+	if (!l->fp32_residual || l->recompute == LAYOUT_RECOMPUTE_FULL ||
+	    layout_chunk_model(l, s, c) == 0)
+		return 0;
+	return kperf_resid_bytes(l->dtype, l->fp32_residual) * m->seq / layout_cp(l) * l->mbs *
+	       m->hidden / (l->sp ? l->tp : 1);
+}
+
 /* Activations of chunk c of stage s, one microbatch: its dense layers'
- * and its mixture-of-experts layers'. */
+ * and its mixture-of-experts layers', and the pipeline input it holds
+ * (chunk_in_held). */
 static double chunk_act(const struct llm *m, const struct layout *l, int s, int c, double a_layer,
 			double a_moe, const double *a_kind)
 {
 	int n = layout_chunk_layers(m, l, s, c), k = layout_chunk_moe(m, l, s, c);
+	double in = chunk_in_held(m, l, s, c);
 	if (a_kind) { /* a hybrid model's layers by their kinds */
 		int l0 = layout_chunk_first(m, l, s, c);
-		double sum = 0;
+		double sum = in;
 		for (int i = l0; i < l0 + n; i++)
 			sum += a_kind[llm_layer_kind(m, i)];
 		return sum;
 	}
 	if (k == 0)
-		return n * a_layer;
-	return (n - k) * a_layer + k * a_moe;
+		return n * a_layer + in;
+	return (n - k) * a_layer + k * a_moe + in;
 }
 
 /* Activations of chunk c of stage s that activation offloading moves to
@@ -860,7 +897,10 @@ static void stage_walk(const struct llm *m, const struct layout *l, int s, const
 	int v = layout_stage_chunks(l), total = l->microbatches * v, warm = layout_warmup(l, s);
 	int first = s == 0, last = s == layout_head_stage(l);
 	double mask = first && layout_dropout(l) ? sl * b * h / sp : 0;
-	double lg = last ? 4 * sl * b * V / t : 0, tail = last ? 4 * sl * b * h / sp : 0;
+	/* (tail: the final norm's and the output layer's inputs, the
+	 * activations' dtype each: fp32's 4) */
+	double lg = last ? 4 * sl * b * V / t : 0,
+	       tail = last ? 2 * kperf_act_bytes(l->dtype) * sl * b * h / sp : 0;
 	double held_lg = 0;
 	/* Activation offloading: a microbatch's offloaded layers leave
 	 * the stage once its forward is done.  Transformer Engine's

@@ -45,7 +45,8 @@
  *               logits' gradient) until the W.  Stage 0's first chunk
  *               adds the embedding's dropout mask (s b h, / t with SP); the
  *               last stage's last chunk the final norm's and the output
- *               layer's inputs (2 s b h each, / t with SP) and the fp32
+ *               layer's inputs (2 s b h each, an fp32 run's 4, / t with
+ *               SP) and the fp32
  *               logits the loss keeps (4 s b V / t) (Korthikanti section
  *               4.3).
  *   transient   working memory at the peak: a layer's full activations
@@ -200,8 +201,8 @@ const char *mem_verdict_name(int verdict, int brief);
  * layernorm_linear.py, forward: update_usage drops the row-wise data
  * after the forward GEMM and keeps the column-wise one the weight-gradient
  * GEMM reads, or the row-wise one alone where sequence parallelism
- * all-gathers a per-tensor fp8 input in the backward): bf16 (and every
- * dtype but fp8 and fp4) 2; fp8 delayed or current 1 (one fp32 scale a
+ * all-gathers a per-tensor fp8 input in the backward): every dtype but
+ * fp8 and fp4 the activations' kperf_act_bytes (bf16 2, fp32 4); fp8 delayed or current 1 (one fp32 scale a
  * tensor, not counted); blockwise 1 + 4 / 128 (an fp32 scale per 1 x 128
  * block); mxfp8 1 + 1 / 32 (an E8M0 byte per 32); fp4 (NVFP4) 0.5 + 1 / 16
  * (an E4M3 byte per 16): kperf_lowp_copy_bytes, one copy's.  The norms'
@@ -211,13 +212,13 @@ const char *mem_verdict_name(int verdict, int brief);
 double mem_act_gemm_in_bytes(const struct layout *l);
 
 /* Bytes an element of the attention core's Q, K and V held for its
- * backward: 2, or with fp8_attention (fp8 forward and backward) the fp8
+ * backward: the activations' kperf_act_bytes (2; fp32 4), or with fp8_attention (fp8 forward and backward) the fp8
  * copies TE's FusedAttnFunc saves instead (backends.py: fp8_tensors q, k,
  * v), mem_act_gemm_in_bytes's under the run's recipe. */
 double mem_act_core_in_bytes(const struct layout *l);
 
 /* Bytes an element of the attention output projection's input held for
- * the backward: 2 (the core's bf16 output), which the fused attention core
+ * the backward: 2 (the core's bf16 output; an fp32 run's 4), which the fused attention core
  * keeps for its own backward (TE's FusedAttnFunc saves q, k, v and out);
  * Megatron-LM has the projection keep that tensor instead of a quantised
  * copy under every recipe but fp8 delayed (attention.py,

@@ -2191,6 +2191,11 @@ static const struct frame_row frame_rows[LK_N] = {
      * all-gather (enable_fsdp_float8_all_gather) is not this knob. */
     [LK_fp8_param_gather] = {R(FX_BOOL, "--fp8-param-gather", FX_BOOL, "ddp.fp8_param_gather",
 			       FX_INT, NULL)},
+    /* Megatron-LM's --fp32-residual-connection (arguments.py, a
+     * TransformerConfig field: Bridge's model provider); torchtitan has no
+     * such switch. */
+    [LK_fp32_residual] = {R(FX_BOOL, "--fp32-residual-connection", FX_BOOL,
+			    "model.fp32_residual_connection", FX_INT, NULL)},
 };
 #undef R
 

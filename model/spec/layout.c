@@ -1919,6 +1919,29 @@ static int check_fp8_param_gather(const struct layout *l, struct prism_err *err)
 	return 0;
 }
 
+/* The fp32 residual stream where Megatron-LM runs it: arguments.py
+ * validate_args asserts "residual connection in fp32 only supported when
+ * using fp16 or bf16" (an fp32 run's stream is fp32 already; fp8 and fp4
+ * run under --bf16); plain PyTorch modules (framework torch) have no such
+ * switch. */
+static int check_fp32_residual(const struct layout *l, struct prism_err *err)
+{
+	if (!l->fp32_residual)
+		return 0;
+	if (l->dtype == HW_FP32 || l->dtype == HW_TF32)
+		return prism_err_set(err, PRISM_EARG,
+				     "layout: fp32_residual with dtype %s: Megatron-LM keeps the "
+				     "residual in fp32 only around bf16 or fp16 modules (an fp32 "
+				     "run's is fp32 already)",
+				     hw_dtype_name(l->dtype));
+	if (l->framework != LAYOUT_FW_MEGATRON)
+		return prism_err_set(err, PRISM_EARG,
+				     "layout: fp32_residual is Megatron-LM's "
+				     "--fp32-residual-connection (framework megatron), not %s",
+				     layout_framework_name(l->framework));
+	return 0;
+}
+
 /* Activation offloading where Megatron-LM takes it (transformer_config.py
  * __post_init__: cpu_offloading_num_layers in 0..num_layers - 1, "no
  * support for Pipeline parallelism with CPU offloading", "CPU offloading
@@ -2091,6 +2114,8 @@ int layout_check(const struct llm *m, const struct layout *l, const struct hw_pr
 	if ((rc = check_optimizer(l, err)))
 		return rc;
 	if ((rc = check_fp8_param_gather(l, err)))
+		return rc;
+	if ((rc = check_fp32_residual(l, err)))
 		return rc;
 	if (layout_zb(l->schedule) && l->pp < 2)
 		return prism_err_set(err, PRISM_EARG,

@@ -300,6 +300,11 @@ struct layout {
 	 * zero 1..2 under dp_impl megatron (layout_check; docs/MODEL.md
 	 * "FP8 primary weights"). */
 	int fp8_param_gather;
+	/* The residual stream in fp32 around bf16 or fp16 modules
+	 * (Megatron-LM's --fp32-residual-connection): the layers' outputs,
+	 * the bias-dropout-adds and the pipeline's transfers in fp32
+	 * (kperf_resid_bytes; docs/MODEL.md "FP32 residual connection"). */
+	int fp32_residual;
 };
 
 /* The defaults of a run nobody laid out, each knob's row's (LAYOUT_KNOBS
@@ -971,6 +976,14 @@ enum layout_show {
 		  "to fp8 and all-gathers fp8 bytes (--dtype fp8 with delayed, current or "       \
 		  "blockwise; --zero 1 or 2, dp-impl megatron)",                                   \
 	  .flags = LK_SWEEP | LK_STORE | LK_JSON | LK_FORCE, .key = "fp8pg",                       \
+	  .show = LK_SHOW_CHANGED)                                                                 \
+	X(fp32_residual, L, l->dtype != HW_FP32 && l->dtype != HW_TF32, v, .kind = LK_BOOL,       \
+	  .lo = 0, .hi = 1, .def = 0, .opt = "fp32-residual",                                      \
+	  .help = "the residual stream in fp32 (Megatron's --fp32-residual-connection): the "     \
+		  "layers' outputs, the bias-dropout-adds and the pipeline's sends in fp32, a "   \
+		  "cast to the modules' dtype before each norm (bf16, fp16, fp8 or fp4 runs; "    \
+		  "Megatron-LM with Transformer Engine)",                                          \
+	  .flags = LK_SWEEP | LK_STORE | LK_JSON | LK_FORCE, .key = "fp32r",                       \
 	  .show = LK_SHOW_CHANGED)
 /* clang-format on */
 

@@ -37,6 +37,7 @@ static void dry_ctx(struct ctx *c, struct rankst *rk, const struct synth_in *in)
 	memset((char *)c + past, 0, sizeof(*c) - past);
 	memset(rk, 0, sizeof(*rk));
 	c->in = in;
+	sl_ctx_bytes(c);
 	c->hw = sl_run_hw(in, &c->hw_run);
 	c->dry = 1;
 	c->kdb_gpu = -1;

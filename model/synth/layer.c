@@ -199,9 +199,10 @@ static void tp_coll_eb(struct ctx *c, int r, const struct shape *z, int st, int 
 	tp_coll_dt(c, r, z, st, kind, z->b * z->s * width * eb, se_dtype(c, eb));
 }
 
-void sl_tp_coll(struct ctx *c, int r, const struct shape *z, int st, int kind, double bytes)
+void sl_tp_coll(struct ctx *c, int r, const struct shape *z, int st, int kind, double bytes,
+		double eb)
 {
-	tp_coll_dt(c, r, z, st, kind, bytes, se_dtype(c, z->ab));
+	tp_coll_dt(c, r, z, st, kind, bytes, se_dtype(c, eb));
 }
 
 /* The same of the activations' dtype (z->ab bytes a value: bf16's 2,
@@ -368,30 +369,92 @@ static void tp_side_end(struct ctx *c, int r)
 	side_joined(c, r);
 }
 
-/* Bytes of an elementwise pass over n bf16 values reading `in` tensors. */
-static double ew(double n, double in)
+/* Bytes of an elementwise pass over n values of the activations' dtype
+ * (kperf_act_bytes: bf16's 2, fp32's 4) reading `in` tensors and writing
+ * one. */
+static double ew(const struct ctx *c, double n, double in)
 {
-	return n * 2 * (in + 1);
+	return n * c->ab * (in + 1);
+}
+
+void sl_ctx_bytes(struct ctx *c)
+{
+	c->ab = kperf_act_bytes(c->in->lay.dtype);
+	c->rb = kperf_resid_bytes(c->in->lay.dtype, c->in->lay.fp32_residual);
+}
+
+/* Bytes of a value of the residual stream (kperf_resid_bytes: the
+ * activations' kperf_act_bytes, 4 under fp32_residual) and of the
+ * activations the modules read and write (kperf_act_bytes). */
+static double rb_of(const struct ctx *c)
+{
+	return c->rb;
+}
+
+static double ab_of(const struct ctx *c)
+{
+	return c->ab;
 }
 
 /* Megatron-LM's bias-dropout-add over nh values (bias_dropout_add_fused_train,
- * megatron/core/fusions/fused_bias_dropout.py): the branch and the residual
- * read, the sum written, and with dropout its one-byte mask; at p 0
+ * megatron/core/fusions/fused_bias_dropout.py): the branch (the
+ * activations' dtype) and the residual (the stream's: fp32 under
+ * fp32_residual, the branch cast up to it in the same pass) read, the sum
+ * written in the stream's dtype, and with dropout its one-byte mask; at p 0
  * torch.nn.functional.dropout returns its input (aten/src/ATen/native/
  * Dropout.cpp) and the kernel is the bias and residual add alone.  Plain
  * PyTorch's residual add (x + branch) is the same pass. */
 static double bda_bytes(const struct ctx *c, double nh)
 {
-	return ew(nh, 2) + (layout_dropout(&c->in->lay) ? nh : 0);
+	return nh * (ab_of(c) + 2 * rb_of(c)) + (layout_dropout(&c->in->lay) ? nh : 0);
 }
 
-/* A dropout's backward over nh values (the gradient and the mask read,
- * the gradient written); none without dropout, where the gradient passes
- * through. */
-static void dropout_bwd(struct ctx *c, int r, const char *name, double nh)
+/* Under fp32_residual, the residual stream's nh values cast to the
+ * modules' dtype (Megatron-LM's TELayerNormColumnParallelLinear.forward
+ * x.to(self.layer_norm_weight.dtype), PR #6272; TE's LayerNorm op and
+ * MambaLayer cast likewise): fp32 read, bf16 written, before each norm
+ * that reads the stream; none where the stream is the activations'
+ * dtype. */
+static void resid_cast(struct ctx *c, int r, double nh)
+{
+	if (rb_of(c) != ab_of(c))
+		sl_kernel(c, r, KC_ELEMENTWISE, "elementwise_kernel<copy> (residual to bf16)",
+			  nh * (rb_of(c) + ab_of(c)));
+}
+
+/* Its backward (autograd's ToCopyBackward0): the gradient cast back to
+ * the stream's fp32, bf16 read, fp32 written. */
+static void resid_cast_bwd(struct ctx *c, int r, double nh)
+{
+	if (rb_of(c) != ab_of(c))
+		sl_kernel(c, r, KC_ELEMENTWISE, "elementwise_kernel<copy> (gradient to fp32)",
+			  nh * (rb_of(c) + ab_of(c)));
+}
+
+/* A dropout's backward over nh values of the residual stream (the
+ * gradient and the mask read, the gradient written, in the stream's
+ * dtype); none without dropout, where the gradient passes through. */
+static void dropout_bwd_of(struct ctx *c, int r, const char *name, double nh)
 {
 	if (layout_dropout(&c->in->lay))
-		sl_kernel(c, r, KC_ELEMENTWISE, name, ew(nh, 1) + nh);
+		sl_kernel(c, r, KC_ELEMENTWISE, name, nh * rb_of(c) * 2 + nh);
+}
+
+/* Under fp32_residual the gradient of nh values cast from the stream's
+ * fp32 to bf16: the backward of a cast up (the bias-dropout-add's,
+ * the embedding's embeddings.float()). */
+static void grad_cast_down(struct ctx *c, int r, const char *name, double nh)
+{
+	if (rb_of(c) != ab_of(c))
+		sl_kernel(c, r, KC_ELEMENTWISE, name, nh * (rb_of(c) + ab_of(c)));
+}
+
+/* A bias-dropout-add's backward: its dropout's, then the branch's
+ * gradient cast down where the add cast the branch up. */
+static void dropout_bwd(struct ctx *c, int r, const char *name, double nh)
+{
+	dropout_bwd_of(c, r, name, nh);
+	grad_cast_down(c, r, "elementwise_kernel<copy> (gradient to bf16)", nh);
 }
 
 /* The flash-attention op as PyTorch records it, [b, s, heads, d] per
@@ -519,7 +582,7 @@ static void allgather_attn(struct ctx *c, int r, const struct shape *z, int bwd)
 	if (!bwd)
 		se_collective_dt(c, r, S_COMPUTE, GC_ALL_GATHER, "ncclDevKernel_AllGather_RING_LL",
 				 gathered * eb, g, pg, se_dtype(c, eb));
-	t = ktime(c, KC_ATTENTION, dt, f, ew((bwd ? 4 : 3) * z->b * z->s * z->w / z->t, 1),
+	t = ktime(c, KC_ATTENTION, dt, f, ew(c, (bwd ? 4 : 3) * z->b * z->s * z->w / z->t, 1),
 		  kperf_attn_s(c->hw, dt, pass, z->b, heads, z->s, z->s_full / 2, d, 0));
 	se_launch(c, r, S_COMPUTE, GN_KERNEL,
 		  bwd ? "flash_bwd_dq_dk_dv_loop_seqk_parallel_kernel" : "flash_fwd_kernel", t,
@@ -575,14 +638,14 @@ static void ring_attn(struct ctx *c, int r, const struct shape *z, int bwd)
 					 z->cp * n * cp_kv_eb(c, 1), cp_ring_group(c, z), pg,
 					 se_dtype(c, cp_kv_eb(c, 1)));
 		}
-		t = ktime(c, KC_ATTENTION, dt, f, ew(3 * z->b * sq * z->w / z->t, 1),
+		t = ktime(c, KC_ATTENTION, dt, f, ew(c, 3 * z->b * sq * z->w / z->t, 1),
 			  kperf_attn_s(c->hw, dt, pass, z->b, heads, sq, z->s, d, i == 0));
 		se_launch(c, r, S_COMPUTE, GN_KERNEL,
 			  bwd ? "flash_bwd_dq_dk_dv_loop_seqk_parallel_kernel" : "flash_fwd_kernel",
 			  t, NULL);
 		if (i > 0 && !bwd) /* merge by log-sum-exp: out, lse, step out in */
 			sl_kernel(c, r, KC_ELEMENTWISE, "flash_attn_fwd_out_correction",
-				  ew(out, 2) + 8 * z->b * z->s * heads);
+				  ew(c, out, 2) + 8 * z->b * z->s * heads);
 	}
 	if (a2a && comm) /* the gradients received after the last step */
 		se_event_wait(c, r, S_TP, S_COMPUTE);
@@ -660,7 +723,7 @@ static void flash(struct ctx *c, int r, const struct shape *z, int dt, int bwd)
 	double f = 2 * z->b * z->s * z->s * z->w / z->t;
 	double t =
 	    ktime(c, KC_ATTENTION, dt, (bwd ? 4 : 2) * f * llm_window_ratio(&c->in->m, win),
-		  ew((bwd ? 4 : 3) * z->b * z->s * z->w / z->t, 1),
+		  ew(c, (bwd ? 4 : 3) * z->b * z->s * z->w / z->t, 1),
 		  kperf_attn_win_s(c->hw, dt, bwd, z->b, z->a / z->t, z->s, z->s, z->d, 1, win));
 	attn_op(c, z, dt, bwd);
 	/* Backward: FlashAttention-2/3's and cuDNN's preprocessing (the
@@ -840,10 +903,11 @@ static int ln_linear_of(const struct ctx *c, int lora_bit)
 static void ln_norm(struct ctx *c, int r, double nh, int lora_bit)
 {
 	const struct layout *l = &c->in->lay;
-	double out = ln_linear_of(c, lora_bit) == KPERF_CAST_NORMED
+	double ab = ab_of(c),
+	       out = ln_linear_of(c, lora_bit) == KPERF_CAST_NORMED
 			 ? kperf_lowp_norm_out_bytes(l->dtype, l->fp8_recipe, l->exec)
-			 : 2;
-	sl_kernel(c, r, KC_NORM, "vectorized_layer_norm_kernel", nh * (2 + out));
+			 : ab;
+	sl_kernel(c, r, KC_NORM, "vectorized_layer_norm_kernel", nh * (ab + out));
 }
 
 static void gemm_bwd(struct ctx *c, int r, const char *what, double m, double n, double k);
@@ -906,7 +970,7 @@ static void norm_bwd(struct ctx *c, int r, double bytes)
 static void residual_grad(struct ctx *c, int r, double nh)
 {
 	sl_kernel(c, r, KC_ELEMENTWISE, "vectorized_elementwise_kernel<add> (residual gradient)",
-		  ew(nh, 2));
+		  nh * rb_of(c) * 3);
 }
 
 /* A layer norm's weight and bias over `width` values (replicated over
@@ -960,8 +1024,8 @@ static void lora_fwd(struct ctx *c, int r, const struct shape *z, int bit, doubl
 			tp_coll_of(c, r, z, S_COMPUTE, GC_ALL_GATHER, R);
 		bgemm(c, r, "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_lora_b", dt, 1, bs, out / t,
 		      R);
-		sl_kernel(c, r, KC_ELEMENTWISE, "lora_scale_kernel", ew(bs * out / t, 1));
-		sl_kernel(c, r, KC_ELEMENTWISE, "lora_add_kernel", ew(bs * out / t, 2));
+		sl_kernel(c, r, KC_ELEMENTWISE, "lora_scale_kernel", ew(c, bs * out / t, 1));
+		sl_kernel(c, r, KC_ELEMENTWISE, "lora_add_kernel", ew(c, bs * out / t, 2));
 		return;
 	}
 	bgemm(c, r, "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_lora_a", dt, 1, bs, R, in / t);
@@ -970,8 +1034,8 @@ static void lora_fwd(struct ctx *c, int r, const struct shape *z, int bit, doubl
 	bgemm(c, r, "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_lora_b", dt, 1, bs, out / t, R);
 	if (t > 1)
 		tp_coll_of(c, r, z, S_COMPUTE, GC_ALL_GATHER, out);
-	sl_kernel(c, r, KC_ELEMENTWISE, "lora_scale_kernel", ew(bs * out / sp, 1));
-	sl_kernel(c, r, KC_ELEMENTWISE, "lora_add_kernel", ew(bs * out / sp, 2));
+	sl_kernel(c, r, KC_ELEMENTWISE, "lora_scale_kernel", ew(c, bs * out / sp, 1));
+	sl_kernel(c, r, KC_ELEMENTWISE, "lora_add_kernel", ew(c, bs * out / sp, 2));
 }
 
 /* An adapter GEMM's two gradients (forward C[m,n] = A[m,k] W[k,n]) and
@@ -1006,7 +1070,7 @@ static void lora_bwd(struct ctx *c, int r, const struct shape *z, int bit, doubl
 	if (!layout_lora(&c->in->lay, bit))
 		return;
 	if (!row) {
-		sl_kernel(c, r, KC_ELEMENTWISE, "lora_scale_bwd_kernel", ew(bs * out / t, 1));
+		sl_kernel(c, r, KC_ELEMENTWISE, "lora_scale_bwd_kernel", ew(c, bs * out / t, 1));
 		lora_gemm_bwd(c, r, "lora_b", bs, out / t, R);
 		if (t > 1)
 			tp_coll_of(c, r, z, S_COMPUTE, GC_ALL_REDUCE, R);
@@ -1017,7 +1081,7 @@ static void lora_bwd(struct ctx *c, int r, const struct shape *z, int bit, doubl
 			tp_coll_of(c, r, z, S_COMPUTE, GC_REDUCE_SCATTER, in);
 		return;
 	}
-	sl_kernel(c, r, KC_ELEMENTWISE, "lora_scale_bwd_kernel", ew(bs * out / sp, 1));
+	sl_kernel(c, r, KC_ELEMENTWISE, "lora_scale_bwd_kernel", ew(c, bs * out / sp, 1));
 	if (t > 1 && c->in->lay.sp)
 		tp_coll_of(c, r, z, S_COMPUTE, GC_ALL_GATHER, out);
 	lora_gemm_bwd(c, r, "lora_b", bs, out / t, R);
@@ -1384,12 +1448,12 @@ static void shared_fwd(struct ctx *c, int r, const struct shape *z)
 	linear_fwd(c, r, "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_shared_fc1", bs,
 		   z->shared * z->fe_in / t, z->h);
 	sl_kernel(c, r, KC_ELEMENTWISE, z->gated ? "swiglu_fwd_kernel" : "gelu_fwd_kernel",
-		  ew(bs * sf / t, z->gated ? 2 : 1));
+		  ew(c, bs * sf / t, z->gated ? 2 : 1));
 	linear_fwd(c, r, "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_shared_fc2", bs, z->h, sf / t);
 	if (t > 1)
 		tp_coll(c, r, z, c->kstream, GC_REDUCE_SCATTER);
 	sl_kernel(c, r, KC_ELEMENTWISE, "vectorized_elementwise_kernel<add>",
-		  ew(z->n_tok * z->h, 2));
+		  ew(c, z->n_tok * z->h, 2));
 }
 
 /* Their backward: FC2's output gradient gathered (the reduce-scatter's
@@ -1415,7 +1479,7 @@ static void shared_bwd(struct ctx *c, int r, const struct shape *z)
 			   side ? z->ab : gather_bytes(c, GATHER_GRAD));
 	gemm_bwd(c, r, "shared_fc2", bs, z->h, sf / t);
 	sl_kernel(c, r, KC_ELEMENTWISE, z->gated ? "swiglu_bwd_kernel" : "gelu_bwd_kernel",
-		  z->gated ? bs * sf / t * 2 * 5 : ew(bs * sf / t, 2));
+		  ew(c, bs * sf / t, z->gated ? 4 : 2));
 	if (side) {
 		gemm_bwd(c, r, "shared_fc1", bs, z->shared * z->fe_in / t, z->h);
 		if (t > 1)
@@ -1474,10 +1538,11 @@ static void moe_fwd(struct ctx *c, int r, const struct shape *z)
 	}
 	grouped(c, r, z, "cutlass_grouped_gemm_bf16_fc1", mloc, z->fe_in / z->etp, z->h);
 	if (z->gated)
-		sl_kernel(c, r, KC_ELEMENTWISE, "swiglu_fwd_kernel", ew(z->M * z->fe / z->etp, 2));
+		sl_kernel(c, r, KC_ELEMENTWISE, "swiglu_fwd_kernel",
+			  ew(c, z->M * z->fe / z->etp, 2));
 	else
 		sl_kernel(c, r, KC_ELEMENTWISE, "vectorized_elementwise_kernel<GeluCUDAKernelImpl>",
-			  ew(z->M * z->fe / z->etp, 1));
+			  ew(c, z->M * z->fe / z->etp, 1));
 	grouped(c, r, z, "cutlass_grouped_gemm_bf16_fc2", mloc, z->h, z->fe / z->etp);
 	moe_pad(c, r, z, "moe_fp8_unpadding");
 	moe_combine(c, r, z, 0);
@@ -1522,12 +1587,13 @@ static void moe_bwd(struct ctx *c, int r, const struct shape *z)
 		sl_kernel(c, r, KC_ELEMENTWISE,
 			  z->gated ? "swiglu_fwd_kernel"
 				   : "vectorized_elementwise_kernel<GeluCUDAKernelImpl>",
-			  ew(z->M * z->fe / z->etp, z->gated ? 2 : 1));
+			  ew(c, z->M * z->fe / z->etp, z->gated ? 2 : 1));
 	if (z->gated)
-		sl_kernel(c, r, KC_ELEMENTWISE, "swiglu_bwd_kernel", z->M * z->fe / z->etp * 2 * 5);
+		sl_kernel(c, r, KC_ELEMENTWISE, "swiglu_bwd_kernel",
+			  ew(c, z->M * z->fe / z->etp, 4));
 	else
 		sl_kernel(c, r, KC_ELEMENTWISE, "elementwise_kernel<GeluBackwardCUDAKernelImpl>",
-			  ew(z->M * z->fe / z->etp, 2));
+			  ew(c, z->M * z->fe / z->etp, 2));
 	grouped_bwd(c, r, z, "fc1", mloc, z->fe_in / z->etp, z->h);
 	moe_pad(c, r, z, "moe_fp8_padding_bwd");
 	moe_dispatch(c, r, z, 1);
@@ -1607,7 +1673,7 @@ static void mla_up_fwd(struct ctx *c, int r, const struct shape *z)
 	double nd = sp ? bs / z->t : bs;
 
 	if (z->ql > 0) {
-		sl_kernel(c, r, KC_NORM, "vectorized_layer_norm_kernel", ew(nd * z->ql, 1));
+		sl_kernel(c, r, KC_NORM, "vectorized_layer_norm_kernel", ew(c, nd * z->ql, 1));
 		if (sp)
 			tp_coll_of(c, r, z, S_COMPUTE, GC_ALL_GATHER, z->ql);
 		linear_fwd(c, r, "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_q_up", bs, hq * z->dqk,
@@ -1618,7 +1684,7 @@ static void mla_up_fwd(struct ctx *c, int r, const struct shape *z)
 		linear_fwd(c, r, "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_q", bs, hq * z->dqk,
 			   z->h);
 	}
-	sl_kernel(c, r, KC_NORM, "vectorized_layer_norm_kernel", ew(nd * z->kvl, 1));
+	sl_kernel(c, r, KC_NORM, "vectorized_layer_norm_kernel", ew(c, nd * z->kvl, 1));
 	if (sp)
 		tp_coll_of(c, r, z, S_COMPUTE, GC_ALL_GATHER, z->kvl);
 	linear_fwd(c, r, "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_kv_up", bs,
@@ -1635,11 +1701,11 @@ static void mla_bwd(struct ctx *c, int r, const struct shape *z)
 	mla_rope(c, r, z, 1);
 	linear_bwd_g(c, r, "kv_up", bs, hq * (z->dqk - z->rope + z->dv), z->kvl, 0, z, z->ab,
 		     z->kvl);
-	norm_bwd(c, r, ew(nd * z->kvl, 3));
+	norm_bwd(c, r, ew(c, nd * z->kvl, 3));
 	acc_norm_of(c, r, z->kvl);
 	if (z->ql > 0) {
 		linear_bwd_g(c, r, "q_up", bs, hq * z->dqk, z->ql, 0, z, z->ab, z->ql);
-		norm_bwd(c, r, ew(nd * z->ql, 3));
+		norm_bwd(c, r, ew(c, nd * z->ql, 3));
 		acc_norm_of(c, r, z->ql);
 	} else {
 		linear_bwd_g(c, r, "q", bs, hq * z->dqk, z->h, 0, z, z->ab, z->h);
@@ -1687,8 +1753,9 @@ static void attn_block_fwd(struct ctx *c, int r, const struct shape *z)
 {
 	double bs = z->b * z->s, t = z->t, sp = c->in->lay.sp ? t : 1, nh = bs * z->h / sp;
 	int ov = tp_overlapped(c, z);
+	resid_cast(c, r, nh);
 	if (z->mla) { /* MLA's input norm: a TENorm apart */
-		sl_kernel(c, r, KC_NORM, "vectorized_layer_norm_kernel", ew(nh, 1));
+		sl_kernel(c, r, KC_NORM, "vectorized_layer_norm_kernel", ew(c, nh, 1));
 		mla_fwd(c, r, z);
 	} else {
 		ln_norm(c, r, nh, LAYOUT_LORA_QKV);
@@ -1722,8 +1789,9 @@ static void mlp_block_fwd(struct ctx *c, int r, const struct shape *z)
 	 * are the attention's part, its residual add the combine's; a
 	 * dense layer's MLP block is one part. */
 	c->part_now = moe ? SL_PART_ATTN : SL_PART_MLP;
+	resid_cast(c, r, nh);
 	if (moe) { /* the pre-MLP norm: a TENorm apart (the router reads it) */
-		sl_kernel(c, r, KC_NORM, "vectorized_layer_norm_kernel", ew(nh, 1));
+		sl_kernel(c, r, KC_NORM, "vectorized_layer_norm_kernel", ew(c, nh, 1));
 		moe_fwd(c, r, z);
 	} else {
 		ln_norm(c, r, nh, LAYOUT_LORA_FC1);
@@ -1842,6 +1910,7 @@ static void mamba_fwd(struct ctx *c, int r, const struct shape *z)
 	double bs = z->b * z->s, t = z->t, sp = c->in->lay.sp ? t : 1, nh = bs * z->h / sp;
 	double di = z->mdi / t;
 	int ov = tp_overlapped(c, z);
+	resid_cast(c, r, nh);
 	ln_norm(c, r, nh, -1);
 	if (ov)
 		tp_side_begin(c, r, z, 0, gather_bytes(c, -1));
@@ -1850,11 +1919,11 @@ static void mamba_fwd(struct ctx *c, int r, const struct shape *z)
 	if (ov)
 		tp_side_end(c, r);
 	sl_kernel(c, r, KC_ELEMENTWISE, "mamba_in_proj_transpose_copy",
-		  ew(bs * mamba_proj_r(z), 1));
-	sl_kernel(c, r, KC_ELEMENTWISE, "causal_conv1d_fwd_kernel", ew(bs * mamba_conv_r(z), 1));
+		  ew(c, bs * mamba_proj_r(z), 1));
+	sl_kernel(c, r, KC_ELEMENTWISE, "causal_conv1d_fwd_kernel", ew(c, bs * mamba_conv_r(z), 1));
 	ssd_fwd(c, r, z);
-	sl_kernel(c, r, KC_ELEMENTWISE, "mamba_out_transpose_copy", ew(bs * di, 1));
-	sl_kernel(c, r, KC_NORM, "rmsnorm_gated_fwd_kernel", ew(bs * di, 2));
+	sl_kernel(c, r, KC_ELEMENTWISE, "mamba_out_transpose_copy", ew(c, bs * di, 1));
+	sl_kernel(c, r, KC_NORM, "rmsnorm_gated_fwd_kernel", ew(c, bs * di, 2));
 	if (ov)
 		tp_side_begin(c, r, z, 1, 0);
 	linear_fwd(c, r, "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_out_proj", bs, z->h, di);
@@ -1890,16 +1959,17 @@ static void mamba_bwd(struct ctx *c, int r, const struct shape *z)
 		tp_side_end(c, r);
 	sl_kernel(c, r, KC_NORM, "rmsnorm_gated_bwd_kernel", 10 * bs * di);
 	acc_add(c, r, di);
-	sl_kernel(c, r, KC_ELEMENTWISE, "mamba_out_transpose_copy", ew(bs * di, 1));
-	sl_kernel(c, r, KC_ELEMENTWISE, "causal_conv1d_fwd_kernel", ew(bs * mamba_conv_r(z), 1));
+	sl_kernel(c, r, KC_ELEMENTWISE, "mamba_out_transpose_copy", ew(c, bs * di, 1));
+	sl_kernel(c, r, KC_ELEMENTWISE, "causal_conv1d_fwd_kernel", ew(c, bs * mamba_conv_r(z), 1));
 	ssd_bwd(c, r, z);
-	sl_kernel(c, r, KC_ELEMENTWISE, "causal_conv1d_bwd_kernel", ew(bs * mamba_conv_r(z), 2));
+	sl_kernel(c, r, KC_ELEMENTWISE, "causal_conv1d_bwd_kernel", ew(c, bs * mamba_conv_r(z), 2));
 	acc_add(c, r, mamba_conv_r(z) * (z->mconv + 1) + 3 * z->mh / t);
 	sl_kernel(c, r, KC_ELEMENTWISE, "mamba_in_proj_transpose_copy",
-		  ew(bs * mamba_proj_r(z), 1));
+		  ew(c, bs * mamba_proj_r(z), 1));
 	linear_bwd_g(c, r, "in_proj", bs, mamba_proj_r(z), z->h, 0, z,
 		     gather_bytes_of(c, -1, KPERF_GATHER_COL), ov ? 0 : z->h);
-	norm_bwd(c, r, ew(nh, 3));
+	norm_bwd(c, r, ew(c, nh, 3));
+	resid_cast_bwd(c, r, nh);
 	acc_norm(c, r, z);
 	residual_grad(c, r, nh);
 }
@@ -1936,10 +2006,10 @@ static void mlp_fwd(struct ctx *c, int r, const struct shape *z)
 		tp_side_end(c, r);
 	lora_fwd(c, r, z, LAYOUT_LORA_FC1, z->h, z->f_in, 0);
 	if (z->gated) /* silu(gate) x up: two inputs, one output */
-		sl_kernel(c, r, KC_ELEMENTWISE, "swiglu_fwd_kernel", ew(bs * z->f / t, 2));
+		sl_kernel(c, r, KC_ELEMENTWISE, "swiglu_fwd_kernel", ew(c, bs * z->f / t, 2));
 	else
 		sl_kernel(c, r, KC_ELEMENTWISE, "vectorized_elementwise_kernel<GeluCUDAKernelImpl>",
-			  ew(bs * z->f / t, 1));
+			  ew(c, bs * z->f / t, 1));
 	if (ov)
 		tp_side_begin(c, r, z, 1, 0);
 	linear_fwd(c, r, "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_fc2", bs, z->h, z->f / t);
@@ -2102,8 +2172,10 @@ static void mlp_block_bwd(struct ctx *c, int r, const struct shape *z)
 		 * norm is recomputed in the experts' backward (Megatron's
 		 * pre_mlp_norm_checkpoint hooks the experts' output). */
 		c->part_now = SL_PART_MLP;
-		if (layout_rc(&c->in->lay, LAYOUT_RC_LAYERNORM))
-			sl_kernel(c, r, KC_NORM, "vectorized_layer_norm_kernel", ew(nh, 1));
+		if (layout_rc(&c->in->lay, LAYOUT_RC_LAYERNORM)) {
+			resid_cast(c, r, nh);
+			sl_kernel(c, r, KC_NORM, "vectorized_layer_norm_kernel", ew(c, nh, 1));
+		}
 		if (layout_rc(&c->in->lay, LAYOUT_RC_MOE))
 			moe_fwd(c, r, z);
 		c->part_now = SL_PART_CMB_COMP;
@@ -2111,6 +2183,7 @@ static void mlp_block_bwd(struct ctx *c, int r, const struct shape *z)
 	} else {
 		/* mlp: its forward again, the norm fused into FC1 with it. */
 		if (layout_rc(&c->in->lay, LAYOUT_RC_MLP)) {
+			resid_cast(c, r, nh);
 			ln_norm(c, r, nh, LAYOUT_LORA_FC1);
 			mlp_fwd(c, r, z);
 		}
@@ -2123,15 +2196,17 @@ static void mlp_block_bwd(struct ctx *c, int r, const struct shape *z)
 		if (ov)
 			tp_side_end(c, r);
 		if (z->gated) /* the gradient and both inputs in, both gradients out */
-			sl_kernel(c, r, KC_ELEMENTWISE, "swiglu_bwd_kernel", bs * z->f / t * 2 * 5);
+			sl_kernel(c, r, KC_ELEMENTWISE, "swiglu_bwd_kernel",
+				  ew(c, bs * z->f / t, 4));
 		else
 			sl_kernel(c, r, KC_ELEMENTWISE,
 				  "elementwise_kernel<GeluBackwardCUDAKernelImpl>",
-				  ew(bs * z->f / t, 2));
+				  ew(c, bs * z->f / t, 2));
 		lora_bwd(c, r, z, LAYOUT_LORA_FC1, z->h, z->f_in, 0);
 		col_gemm_bwd(c, r, z, "fc1", z->f_in / t, LAYOUT_LORA_FC1);
 	}
-	norm_bwd(c, r, ew(nh, 3));
+	norm_bwd(c, r, ew(c, nh, 3));
+	resid_cast_bwd(c, r, nh);
 	acc_norm(c, r, z);
 	residual_grad(c, r, nh);
 }
@@ -2161,8 +2236,10 @@ static void attn_block_bwd(struct ctx *c, int r, const struct shape *z)
 	attn_bwd(c, r, z);
 	/* layernorm: MLA's input norm (a TENorm apart from its down
 	 * projections). */
-	if (z->mla && layout_rc(&c->in->lay, LAYOUT_RC_LAYERNORM))
-		sl_kernel(c, r, KC_NORM, "vectorized_layer_norm_kernel", ew(nh, 1));
+	if (z->mla && layout_rc(&c->in->lay, LAYOUT_RC_LAYERNORM)) {
+		resid_cast(c, r, nh);
+		sl_kernel(c, r, KC_NORM, "vectorized_layer_norm_kernel", ew(c, nh, 1));
+	}
 	if (z->mla) {
 		mla_bwd(c, r, z);
 	} else {
@@ -2173,10 +2250,11 @@ static void attn_block_bwd(struct ctx *c, int r, const struct shape *z)
 		 * torch.split; aten::cat under SplitBackward0 in our H100
 		 * traces). */
 		sl_kernel(c, r, KC_ELEMENTWISE, "CatArrayBatchedCopy (qkv gradient)",
-			  ew(bs * z->qkv_r, 1));
+			  ew(c, bs * z->qkv_r, 1));
 		col_gemm_bwd(c, r, z, "qkv", z->qkv_r, LAYOUT_LORA_QKV);
 	}
-	norm_bwd(c, r, ew(nh, 3));
+	norm_bwd(c, r, ew(c, nh, 3));
+	resid_cast_bwd(c, r, nh);
 	acc_norm(c, r, z);
 	residual_grad(c, r, nh);
 }
@@ -2244,16 +2322,35 @@ static void embed_reduce(struct ctx *c, int r, const struct shape *z)
 		tp_coll(c, r, z, S_COMPUTE, GC_ALL_REDUCE);
 }
 
+/* Under fp32_residual the embeddings are cast to fp32
+ * (language_model_embedding.py embeddings.float()) after the reduction
+ * and before the sequence-parallel split: where a reduce-scatter split
+ * them (rope with sequence parallelism) on the rank's b s / t tokens,
+ * else on all b s, the split's backward gather then of the fp32
+ * gradient.  The values cast, and the bytes a value the backward's
+ * gather moves. */
+static double embed_cast_n(const struct ctx *c, const struct shape *z)
+{
+	double nh = z->b * z->s * z->h;
+	return c->in->lay.sp && c->in->m.rope && z->t > 1 ? nh / z->t : nh;
+}
+
+static double embed_gather_eb(const struct ctx *c, const struct shape *z)
+{
+	return c->in->m.rope ? z->ab : z->rb;
+}
+
 /* Its backward, before the lookup's gradient: with sequence parallelism
  * the b s h gradient all-gathered (the backward of reduce_scatter_to_
  * sequence_parallel_region, or of scatter_to_sequence_parallel_region
- * after learned positions: _gather_along_first_dim either way, bf16);
+ * after learned positions: _gather_along_first_dim either way, bf16, or
+ * fp32 after learned positions under fp32_residual, embed_gather_eb);
  * without, none (reduce_from_tensor_model_parallel_region's backward is
  * the identity). */
 static void embed_reduce_bwd(struct ctx *c, int r, const struct shape *z)
 {
 	if (z->t > 1 && c->in->lay.sp)
-		tp_coll(c, r, z, S_COMPUTE, GC_ALL_GATHER);
+		tp_coll_eb(c, r, z, S_COMPUTE, GC_ALL_GATHER, z->h, embed_gather_eb(c, z));
 }
 
 /*
@@ -2269,33 +2366,38 @@ static void embed_reduce_bwd(struct ctx *c, int r, const struct shape *z)
  * the rank's b s / t tokens cloned (clone_scatter_output_in_embedding,
  * default on); the embedding dropout (hidden_dropout, as the layers' bias-
  * dropout-adds: its mask one byte a value): 3 kernels (rope), 4 (+ the
- * clone), 5 with learned positions, 6 with both.  Our H100 traces of
+ * clone), 5 with learned positions, 6 with both; under fp32_residual the
+ * transposed embeddings are cast to fp32 first (embeddings.float(), one
+ * more kernel) and the clone and the dropout run on fp32.  Our H100 traces of
  * gpt_bench.py's model show the position lookup and the add
  * (`aten::embedding` twice, `aten::add`), in PyTorch's dropout-free [b s h]
  * order.
  */
 static void embed_fwd_rest(struct ctx *c, int r, const struct shape *z)
 {
-	double nh = z->b * z->s * z->h, sp = c->in->lay.sp ? z->t : 1;
+	double nh = z->b * z->s * z->h, sp = c->in->lay.sp ? z->t : 1, ab = ab_of(c), rb = rb_of(c);
 	if (!c->in->m.rope) {
-		sl_kernel(c, r, KC_EMBEDDING, "indexSelectLargeIndex (positions)", ew(nh, 1));
+		sl_kernel(c, r, KC_EMBEDDING, "indexSelectLargeIndex (positions)", ew(c, nh, 1));
 		sl_kernel(c, r, KC_ELEMENTWISE, "vectorized_elementwise_kernel<add> (positions)",
-			  ew(nh, 2));
+			  ew(c, nh, 2));
 	}
 	sl_kernel(c, r, KC_ELEMENTWISE, "elementwise_kernel<copy> (embedding transpose)",
-		  ew(nh, 1));
+		  ew(c, nh, 1));
+	if (rb != ab) /* fp32_residual: embeddings.float() */
+		sl_kernel(c, r, KC_ELEMENTWISE, "elementwise_kernel<copy> (embedding to fp32)",
+			  embed_cast_n(c, z) * (ab + rb));
 	if (sp > 1)
 		sl_kernel(c, r, KC_ELEMENTWISE,
-			  "elementwise_kernel<copy> (embedding scatter clone)", ew(nh / sp, 1));
+			  "elementwise_kernel<copy> (embedding scatter clone)", nh / sp * rb * 2);
 	if (layout_dropout(&c->in->lay))
 		sl_kernel(c, r, KC_ELEMENTWISE, "fused_dropout_kernel (embedding)",
-			  ew(nh / sp, 1) + nh / sp);
+			  nh / sp * rb * 2 + nh / sp);
 }
 
 /* The embedding's lookup forward and its gradient (stage 0). */
 void sl_embed_fwd(struct ctx *c, int r, const struct shape *z)
 {
-	sl_kernel(c, r, KC_EMBEDDING, "indexSelectLargeIndex", ew(z->b * z->s * z->h, 1));
+	sl_kernel(c, r, KC_EMBEDDING, "indexSelectLargeIndex", ew(c, z->b * z->s * z->h, 1));
 	embed_reduce(c, r, z);
 	embed_fwd_rest(c, r, z);
 }
@@ -2315,9 +2417,10 @@ void sl_embed_fwd(struct ctx *c, int r, const struct shape *z)
 static void embed_table_bwd(struct ctx *c, int r, const struct shape *z, double rows)
 {
 	double nh = z->b * z->s * z->h;
-	sl_kernel(c, r, KC_ELEMENTWISE, "elementwise_kernel<copy> (embedding gradient)", ew(nh, 1));
+	sl_kernel(c, r, KC_ELEMENTWISE, "elementwise_kernel<copy> (embedding gradient)",
+		  ew(c, nh, 1));
 	sl_kernel(c, r, KC_ELEMENTWISE, "vectorized_elementwise_kernel<fill> (embedding gradient)",
-		  ew(rows * z->h, 0));
+		  ew(c, rows * z->h, 0));
 }
 
 void sl_embed_bwd(struct ctx *c, int r, const struct shape *z)
@@ -2331,15 +2434,22 @@ void sl_embed_bwd(struct ctx *c, int r, const struct shape *z)
 	 * the rank's tokens), the reduction's backward, then with learned
 	 * positions the position table's gradient (its rows the sequence's),
 	 * then the word table's (V / t rows): 4 kernels, 7 with positions. */
-	dropout_bwd(c, r, "masked_scale_kernel_dropout_backward (embedding)", nh / sp);
+	dropout_bwd_of(c, r, "masked_scale_kernel_dropout_backward (embedding)", nh / sp);
+	/* (fp32_residual: embeddings.float()'s backward where it was cast,
+	 * before or after the gather) */
+	if (embed_cast_n(c, z) < nh)
+		grad_cast_down(c, r, "elementwise_kernel<copy> (embedding gradient to bf16)",
+			       embed_cast_n(c, z));
 	embed_reduce_bwd(c, r, z);
+	if (embed_cast_n(c, z) == nh)
+		grad_cast_down(c, r, "elementwise_kernel<copy> (embedding gradient to bf16)", nh);
 	if (!c->in->m.rope) {
 		embed_table_bwd(c, r, z, z->s);
 		sl_kernel(c, r, KC_EMBEDDING, "embedding_backward_feature_kernel (positions)",
-			  ew(nh, 2));
+			  ew(c, nh, 2));
 	}
 	embed_table_bwd(c, r, z, z->V / z->t);
-	sl_kernel(c, r, KC_EMBEDDING, "embedding_backward_feature_kernel", ew(nh, 2));
+	sl_kernel(c, r, KC_EMBEDDING, "embedding_backward_feature_kernel", ew(c, nh, 2));
 	/* Tied on one stage: one gradient, added with the head's. */
 	if (c->in->m.untied || c->in->lay.pp > 1)
 		acc_add(c, r, z->V / z->t * z->h);
@@ -2395,7 +2505,8 @@ static void ce_allreduce(struct ctx *c, int r, const struct shape *z, const char
 void sl_head_fwd(struct ctx *c, int r, const struct shape *z)
 {
 	double bs = z->b * z->s, sp = c->in->lay.sp ? z->t : 1;
-	sl_kernel(c, r, KC_NORM, "vectorized_layer_norm_kernel", ew(bs * z->h / sp, 1));
+	resid_cast(c, r, bs * z->h / sp);
+	sl_kernel(c, r, KC_NORM, "vectorized_layer_norm_kernel", ew(c, bs * z->h / sp, 1));
 	bgemm(c, r, "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_logits", sl_logit_dtype(c->in), 1, bs,
 	      z->V / z->t, z->h);
 	sl_kernel(c, r, KC_ELEMENTWISE, "cross_entropy_elementwise_fwd", 30 * bs * z->V / z->t);
@@ -2416,7 +2527,8 @@ void sl_head_bwd(struct ctx *c, int r, const struct shape *z)
 	 * gradient) */
 	linear_bwd_dt(c, r, "logits", sl_logit_dtype(c->in), bs, z->V / z->t, z->h, 0, z, z->ab,
 		      z->h);
-	norm_bwd(c, r, ew(bs * z->h / sp, 3));
+	norm_bwd(c, r, ew(c, bs * z->h / sp, 3));
+	resid_cast_bwd(c, r, bs * z->h / sp);
 	acc_norm(c, r, z);
 }
 
@@ -2434,11 +2546,11 @@ void sl_head_bwd(struct ctx *c, int r, const struct shape *z)
 void sl_mtp_fwd(struct ctx *c, int r, const struct shape *z)
 {
 	double bs = z->b * z->s, t = z->t, sp = c->in->lay.sp ? t : 1, nh = bs * z->h / sp;
-	sl_kernel(c, r, KC_EMBEDDING, "indexSelectLargeIndex", ew(bs * z->h, 1));
+	sl_kernel(c, r, KC_EMBEDDING, "indexSelectLargeIndex", ew(c, bs * z->h, 1));
 	embed_reduce(c, r, z);
-	sl_kernel(c, r, KC_NORM, "vectorized_layer_norm_kernel", ew(nh, 1));
-	sl_kernel(c, r, KC_NORM, "vectorized_layer_norm_kernel", ew(nh, 1));
-	sl_kernel(c, r, KC_ELEMENTWISE, "CatArrayBatchedCopy", ew(2 * nh, 1));
+	sl_kernel(c, r, KC_NORM, "vectorized_layer_norm_kernel", ew(c, nh, 1));
+	sl_kernel(c, r, KC_NORM, "vectorized_layer_norm_kernel", ew(c, nh, 1));
+	sl_kernel(c, r, KC_ELEMENTWISE, "CatArrayBatchedCopy", ew(c, 2 * nh, 1));
 	if (t > 1 && c->in->lay.sp)
 		tp_coll_eb(c, r, z, S_COMPUTE, GC_ALL_GATHER, 2 * z->h,
 			   te_linear_gather_bytes(c, KPERF_GATHER_ROW));
@@ -2467,12 +2579,12 @@ void sl_mtp_bwd(struct ctx *c, int r, const struct shape *z)
 		tp_coll(c, r, z, S_COMPUTE, GC_ALL_GATHER);
 	linear_bwd_g(c, r, "eh_proj", bs, z->h / t, 2 * z->h, 0, z,
 		     te_linear_gather_bytes(c, KPERF_GATHER_COL), 2 * z->h);
-	norm_bwd(c, r, ew(nh, 3));
+	norm_bwd(c, r, ew(c, nh, 3));
 	acc_norm(c, r, z);
-	norm_bwd(c, r, ew(nh, 3));
+	norm_bwd(c, r, ew(c, nh, 3));
 	acc_norm(c, r, z);
 	embed_reduce_bwd(c, r, z);
-	sl_kernel(c, r, KC_EMBEDDING, "embedding_backward_feature_kernel", ew(bs * z->h, 2));
+	sl_kernel(c, r, KC_EMBEDDING, "embedding_backward_feature_kernel", ew(c, bs * z->h, 2));
 	acc_add(c, r, z->V / t * z->h);
 }
 
@@ -2486,6 +2598,7 @@ void sl_shape(const struct synth_in *in, struct shape *z)
 {
 	memset(z, 0, sizeof(*z));
 	z->ab = kperf_act_bytes(in->lay.dtype);
+	z->rb = kperf_resid_bytes(in->lay.dtype, in->lay.fp32_residual);
 	z->b = in->lay.mbs;
 	z->cp = layout_cp(&in->lay);
 	z->s_full = in->m.seq;

@@ -45,8 +45,9 @@ static int pp_scattered(const struct synth_in *in)
 }
 
 /* The bytes of a pipeline transfer, activations or their gradients, each
- * tensor-parallel rank's: a microbatch's b x s x h in the activations'
- * dtype (z->ab: bf16's 2, fp32's 4; s over cp).
+ * tensor-parallel rank's: a microbatch's b x s x h in the residual
+ * stream's dtype (z->rb: bf16's 2, fp32's 4, and 4 under fp32_residual,
+ * Megatron-LM's pipeline_dtype forced to torch.float; s over cp).
  * Megatron-core sends the whole tensor from each rank (schedules.py's
  * get_tensor_shapes: the sequence over t only under sequence
  * parallelism, where each rank holds its 1 / t); Megatron-LM 2021's
@@ -54,7 +55,7 @@ static int pp_scattered(const struct synth_in *in)
  * it for the analytic estimate. */
 static double pp_bytes(const struct synth_in *in, const struct shape *z)
 {
-	double x = z->b * z->s * z->h * z->ab;
+	double x = z->b * z->s * z->h * z->rb;
 	return in->lay.sp || pp_scattered(in) ? x / z->t : x;
 }
 
@@ -73,7 +74,8 @@ static void pp_transfer(struct ctx *c, int r, int st, int kind, int from_s, int 
 	char pg[48] = "";
 	if (!c->dry) /* (a dry run's collective has no group: emit.c) */
 		snprintf(pg, sizeof(pg), "pp.%s.%d.%d", fwd ? "f" : "b", from_s, from_c);
-	se_collective(c, r, st, kind, "ncclDevKernel_SendRecv", pp_bytes(c->in, z), g, pg);
+	se_collective_dt(c, r, st, kind, "ncclDevKernel_SendRecv", pp_bytes(c->in, z), g, pg,
+			 se_dtype(c, z->rb));
 }
 
 /* Bytes of the receiver's all-gather under scatter-gather (its output:
@@ -94,7 +96,7 @@ static double pp_gather_bytes(const struct synth_in *in, const struct shape *z)
 static void pp_gather(struct ctx *c, int r, const struct shape *z)
 {
 	if (pp_scattered(c->in))
-		sl_tp_coll(c, r, z, S_COMPUTE, GC_ALL_GATHER, pp_gather_bytes(c->in, z));
+		sl_tp_coll(c, r, z, S_COMPUTE, GC_ALL_GATHER, pp_gather_bytes(c->in, z), z->rb);
 }
 
 double synth_pp_transfer_s(const struct synth_in *in)

@@ -450,6 +450,7 @@ int synth_build_tpl(const struct synth_in *in, struct synth_tpl *tpl, struct gra
 		return rc;
 	memset(&c, 0, sizeof(c));
 	c.in = in;
+	sl_ctx_bytes(&c);
 	c.hw = sl_run_hw(in, &c.hw_run);
 	synth_mem_layout(in, &c.lay);
 	c.kdb_gpu = in->kdb ? kdb_gpu(in->kdb, in->hw->gpu) : -1;

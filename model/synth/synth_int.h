@@ -483,6 +483,9 @@ struct ctx {
 	struct layout lay;	       /* in->lay resolved (synth_mem_layout): the
 				    * layers of each stage, the precision */
 	int kdb_gpu;		       /* the GPU's id in in->kdb (kdb_gpu), or -1 */
+	double ab, rb;		       /* bytes of an activation (kperf_act_bytes) and of a
+			* residual-stream value (kperf_resid_bytes) of in's
+			* layout: sl_ctx_bytes */
 	struct rankst *rk;	       /* per rank (pipeline stage) */
 	int oom;		       /* 1: out of memory; SYNTH_TOO_BIG */
 	int dry;		       /* time kernels into dry_s, build nothing */
@@ -575,6 +578,7 @@ struct synth_tpl {
 struct shape {
 	double b, s, h, f, V, t, a;
 	double ab;	/* an activation's element, bytes (kperf_act_bytes) */
+	double rb;	/* the residual stream's element, bytes (kperf_resid_bytes) */
 	double d, w;	/* a head's width; the attention's, a x d (llm.h) */
 	double dqk, dv; /* a head's Q and K width, its V's (d but for MLA) */
 	double wo;	/* the projection's input: a x dv */
@@ -779,11 +783,16 @@ void sl_shape(const struct synth_in *in, struct shape *z);
 int sl_pp_per_node(const struct synth_in *in);
 
 /* A tensor-parallel collective of kind (GC_ALL_REDUCE, GC_REDUCE_SCATTER,
- * GC_ALL_GATHER) of bytes (a gather's: its output, the whole tensor) over
- * rank r's tensor-parallel group ("tp.R"), on stream st: the one home of
- * that group, for a layer's collectives and the pipeline's
- * scatter-gather (step.c pp_recv). */
-void sl_tp_coll(struct ctx *c, int r, const struct shape *z, int st, int kind, double bytes);
+ * GC_ALL_GATHER) of bytes (a gather's: its output, the whole tensor) of
+ * eb-byte elements over rank r's tensor-parallel group ("tp.R"), on
+ * stream st: the one home of that group, for a layer's collectives and
+ * the pipeline's scatter-gather (step.c pp_recv: the residual stream's
+ * z->rb). */
+void sl_tp_coll(struct ctx *c, int r, const struct shape *z, int st, int kind, double bytes,
+		double eb);
+
+/* c's element sizes from c->in (ctx.ab, ctx.rb), where a ctx is made. */
+void sl_ctx_bytes(struct ctx *c);
 
 /* A memory-bound kernel of class cls (KC_*) moving bytes, on rank r's
  * compute stream. */

@@ -523,9 +523,11 @@ int predict_base_init(struct predict_base *b, int kind, const struct graph *g,
 		b->params = tot;
 		b->layer_params = per;
 	}
-	b->act_bytes = kind == PB_ANNOTATED ? (double)b->in.lay.mbs * b->in.m.seq * b->in.m.hidden *
-						  kperf_act_bytes(b->in.lay.dtype) / b->in.lay.tp
-					    : edit_activation_bytes(g);
+	b->act_bytes = kind == PB_ANNOTATED
+			   ? (double)b->in.lay.mbs * b->in.m.seq * b->in.m.hidden *
+				 kperf_resid_bytes(b->in.lay.dtype, b->in.lay.fp32_residual) /
+				 b->in.lay.tp
+			   : edit_activation_bytes(g);
 	if (edit_host_costs(g, &b->host_op_s, &b->host_launch_s, &b->host_event_s) ||
 	    b->host_op_s < 0) {
 		b->host_op_s = b->in.cpu_op_s;
