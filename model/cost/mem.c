@@ -351,8 +351,9 @@ void mem_param_bytes(const struct layout *l, double *w, double *g, double *o)
 		*o = (te_master(l) ? 2 : 4) + 2 + 2;
 	else if (l->optimizer_dtype == LAYOUT_OPT_BF16)
 		*g = 2, *o = 4;
-	/* Megatron-FSDP's and DeepSpeed's main gradients in the weights'
-	 * bf16 (layout_lowp_grads; docs/MODEL.md "Main gradients' dtype"). */
+	/* bf16 main gradients: Megatron-FSDP's and DeepSpeed's by default,
+	 * anyone's by main_grads (layout_lowp_grads; docs/MODEL.md "Main
+	 * gradients' dtype"). */
 	if (layout_lowp_grads(l, 0))
 		*g = 2;
 }
@@ -926,11 +927,11 @@ static void stage_walk(const struct llm *m, const struct layout *l, int s, const
  * unsharded buffers freed, the stage holds its weights, gradients,
  * optimizer state and persistent pools (pooled: Megatron-FSDP's double
  * buffers) and the fp32 copy of its gradient shard the optimizer reads
- * (layout_dp_traits step_cast a shard parameter, as many as the optimizer
- * state's, optimizer / ob, at most step_group), with cuBLAS's workspace.  Where that is more than the
- * backward's peak (a sharded step with few activations: full
- * recomputation, a short sequence), the stage's peak is the step's and
- * out its breakdown. */
+ * (layout_dp_traits step_cast a shard parameter, as many as the
+ * optimizer state's, optimizer / ob, at most step_group), with cuBLAS's
+ * workspace.  Where that is more than the backward's peak (a sharded step
+ * with few activations: full recomputation, a short sequence), the
+ * stage's peak is the step's and out its breakdown. */
 static void step_phase(const struct layout *l, double wb, double gb, double ob, double pooled,
 		       struct mem_stage *out)
 {

@@ -415,8 +415,8 @@ static double emb_tail(const struct analytic_in *in, const struct terms *T)
 /* Megatron-FSDP's ZeRO-2 (layout_unit_reduce) reduces each layer's, the
  * head's and the embedding's gradients on their own as synth's grad_ready
  * does: the chain's buckets are those pieces (cap 0), and *busy (where
- * not NULL) sums the chain's reductions, the stream's work for one
- * backward. */
+ * not NULL) sums the stage's reductions (every chunk's), the stream's
+ * work for one microbatch's backward. */
 static double grad_chain(const struct analytic_in *in, const struct terms *T, int s,
 			 const struct stage_est *e, double lp, double *busy)
 {
@@ -447,6 +447,14 @@ static double grad_chain(const struct analytic_in *in, const struct terms *T, in
 	if (acc > 0) {
 		sum += b = bucket_s(in, T, lp, acc);
 		f = (f > 0 ? f : 0) + b;
+	}
+	/* The stage's other chunks' layers and the head (an interleaved
+	 * stage's last chunk) are reduced a piece each too. */
+	if (unit && v > 1) {
+		if (e->n > n0 && pl > 0)
+			sum += (e->n - n0) * bucket_s(in, T, lp, pl);
+		if (first > 0)
+			sum += bucket_s(in, T, lp, first);
 	}
 	if (busy)
 		*busy = sum;
