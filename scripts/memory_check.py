@@ -19,7 +19,12 @@ predicted by `prism synth --json` from the run's shape and layout.
    for ZeRO 0..3 (K = 12 bytes of optimizer state a parameter).
 3. DeepSpeed's ZeRO-3 estimator as Hugging Face's DeepSpeed guide works it
    (bigscience/T0_3B on 1 and 2 GPUs): model states per GPU, run as
-   DeepSpeed's ZeRO-3 (--dp-impl deepspeed).
+   DeepSpeed's ZeRO-3 (--dp-impl deepspeed).  The estimator
+   (stage3.py estimate_zero3_model_states_mem_needs) counts 18 bytes a
+   parameter, fp32 gradients among them: run with --main-grads fp32
+   (data_types.grad_accum_dtype fp32), as DeepSpeed's default keeps bf16
+   gradient partitions (2 bytes) and an fp32 copy of a sub group at the
+   step.
 4. Megatron-LM SC21 Table 1: every run published ran on 80 GB A100s, so
    each must fit (the layouts of scripts/megatron_table1.py).
 5. torchtitan's published peaks (benchmarks/llama3_h100_202412_torchtitan.md,
@@ -35,9 +40,11 @@ predicted by `prism synth --json` from the run's shape and layout.
    the fp8 and fp4 ones on GB200, B200 and H100.  They ran, so each must
    fit; a check, never a fit.  As the presets set them: sequence parallel
    with tp > 1 (WorkloadBaseConfig), the distributed optimizer (ZeRO-1),
-   Megatron-FSDP as ZeRO-3, cpu_offloading_num_layers as --offload-layers.
-   Not expressible: grad_reduce_in_fp32 = False (bf16 main gradients;
-   prism keeps them fp32, 2 bytes a parameter more).
+   Megatron-FSDP as ZeRO-3 with its fsdp_double_buffer (the presets' own
+   llama3_70b_*_config sets it), cpu_offloading_num_layers as
+   --offload-layers, grad_reduce_in_fp32 = False as bf16 main gradients
+   (--main-grads bf16 under the distributed optimizer; Megatron-FSDP's
+   default).  Not expressible: suggested_communication_unit_size 800M.
 
 usage: scripts/memory_check.py [PRISM]
 """
@@ -139,13 +146,14 @@ def deepspeed(d):
           "parameters, largest layer 65M), no offload, as Hugging Face's DeepSpeed guide "
           "prints it (transformers docs/source/en/deepspeed.md, 'Memory requirements'; "
           "its GB are GiB): a GPT of the same parameter count (43 layers of 63.7M, h 2304) "
-          "with ZeRO-3.\n")
+          "with ZeRO-3 and fp32 gradient partitions (--main-grads fp32: the estimator's 18 bytes "
+          "a parameter count 4 of gradient).\n")
     print("| GPUs | published GiB | prism GiB | error |")
     print("|---:|---:|---:|---:|")
     m = model_file(d, "t0like", layers=43, hidden=2304, heads=18, seq=512, vocab=18000)
     for gpus, pub in ((1, 46.91), (2, 23.58)):
         j = synth(m, "--hw", "h100-dgx", "--dp", str(gpus), "--zero", "3", "--dp-impl",
-                  "deepspeed")
+                  "deepspeed", "--main-grads", "fp32")
         pred = (j["memory_weights_bytes"] + j["memory_grads_bytes"] +
                 j["memory_optimizer_bytes"] + j["memory_buffers_bytes"]) / GiB
         print(f"| {gpus} | {pub} | {pred:.2f} | {100 * (pred / pub - 1):+.1f}% |")
@@ -221,7 +229,7 @@ def bridge(d):
     print("| preset | layout | prism GB (stage) | usable GB | verdict |")
     print("|---|---|---:|---:|---|")
     mx = ["--tp", "2", "--sp", "--pp", "4", "--vp", "5", "--schedule", "interleaved",
-          "--dp", "8", "--zero", "1", "--mbs", "1", "--microbatches", "16"]
+          "--dp", "8", "--zero", "1", "--mbs", "1", "--microbatches", "16", "--main-grads", "bf16"]
     runs = [
         ("GB200 FP8_MX", "tp 2 pp 4 vp 5 dp 8, mbs 1", "gb200-nvl72",
          mx + ["--dtype", "fp8", "--fp8-recipe", "mxfp8"]),
@@ -231,13 +239,15 @@ def bridge(d):
         ("B200 NVFP4", "tp 2 pp 4 vp 5 dp 8, mbs 1", "b200-dgx", mx + ["--dtype", "fp4"]),
         ("GB200 FP8_CS", "Megatron-FSDP dp 64, mbs 2, 40 layers offloaded", "gb200-nvl72",
          ["--dp", "64", "--zero", "3", "--mbs", "2", "--microbatches", "1",
-          "--offload-layers", "40", "--dtype", "fp8", "--fp8-recipe", "current"]),
+          "--offload-layers", "40", "--dtype", "fp8", "--fp8-recipe", "current",
+          "--fsdp-double-buffer"]),
         ("B200 FP8_CS", "Megatron-FSDP dp 64, mbs 1, 5 layers offloaded", "b200-dgx",
          ["--dp", "64", "--zero", "3", "--mbs", "1", "--microbatches", "2",
-          "--offload-layers", "5", "--dtype", "fp8", "--fp8-recipe", "current"]),
+          "--offload-layers", "5", "--dtype", "fp8", "--fp8-recipe", "current",
+          "--fsdp-double-buffer"]),
         ("H100 FP8_CS", "tp 4 pp 8 vp 5 dp 2, mbs 1", "h100-dgx",
          ["--tp", "4", "--sp", "--pp", "8", "--vp", "5", "--schedule", "interleaved",
-          "--dp", "2", "--zero", "1", "--mbs", "1", "--microbatches", "64",
+          "--dp", "2", "--zero", "1", "--mbs", "1", "--microbatches", "64", "--main-grads", "bf16",
           "--dtype", "fp8", "--fp8-recipe", "current"]),
     ]
     n = {}

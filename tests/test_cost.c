@@ -1859,8 +1859,11 @@ static void test_stage_memory(void **state)
 	 * (test_mfsdp_grad_buckets): its queue of U = 2L never frees the
 	 * stage's two, the second's allocated once the first's activations
 	 * are freed, 8L - a beyond the peak (the 1F1B steady state's backward
-	 * starts from it): 12L - a = 146,698,240. */
+	 * starts from it): 12L - a = 146,698,240.  fp32 main gradients
+	 * (main_grads fp32: Megatron-FSDP's and DeepSpeed's default is bf16,
+	 * test_lowp_grads). */
 	l.zero = 3;
+	l.main_grads = LAYOUT_GRADS_FP32;
 	mem_stage(&m, &l, &hw, 1, &st);
 	assert_rel_close(st.weights + st.grads + st.optimizer, 9 * 25192448.0, 1e-15);
 	assert_rel_close(st.buffers, 146698240, 1e-15);
@@ -1947,7 +1950,8 @@ static void test_mfsdp_grad_buckets(void **state)
 			   .flash = 1,
 			   .zero = 2,
 			   .dtype = HW_BF16,
-			   .prefetch = 0};
+			   .prefetch = 0,
+			   .main_grads = LAYOUT_GRADS_FP32};
 	struct mem_stage st;
 	struct layout_dp_traits dt;
 	(void)state;
@@ -1967,6 +1971,23 @@ static void test_mfsdp_grad_buckets(void **state)
 	assert_rel_close(dt.rs_queue, 0, 1e-15);
 	mem_stage(&m, &l, NULL, 0, &st);
 	assert_rel_close(st.buffers, 128448512, 1e-15);
+	/* Megatron-FSDP's default bf16 main gradients (test_lowp_grads): 2
+	 * bytes a bucket parameter.  ZeRO-3 at prefetch 0 would hold 2 (2L +
+	 * E) - a + 2L + 2E = 6L + 4E - a = 75,749,376 beyond its 8P (P = 8L
+	 * + E) and activations, under the step's peak (test_lowp_grads):
+	 * 10P, the fp32 copy of the gradient shard 2P among them, no buffer.
+	 * ZeRO-2: 2 (8L + E) - 7a = 203,853,824 - 31,195,136 = 172,658,688,
+	 * the backward's peak above the step's 11P. */
+	l.main_grads = LAYOUT_GRADS_AUTO;
+	mem_stage(&m, &l, NULL, 0, &st);
+	assert_rel_close(st.buffers, 0, 1e-15);
+	assert_rel_close(st.allocated, 10 * (8 * 12596224.0 + 1157120) + MEM_CUBLAS_WORKSPACE,
+			 1e-15);
+	l.zero = 2;
+	mem_stage(&m, &l, NULL, 0, &st);
+	assert_rel_close(st.grads, 2 * (8 * 12596224.0 + 1157120) / 2, 1e-15);
+	assert_rel_close(st.buffers, 172658688, 1e-15);
+	l.main_grads = LAYOUT_GRADS_FP32;
 	/* DeepSpeed's ZeRO-2 keeps its reduce bucket alone, no queue: 5e8 bf16
 	 * gradients, allocated whole (the stage has 1.0e8 parameters). */
 	l.zero = 2;
@@ -1975,6 +1996,163 @@ static void test_mfsdp_grad_buckets(void **state)
 	assert_int_equal(dt.rs_fifo, 0);
 	mem_stage(&m, &l, NULL, 0, &st);
 	assert_rel_close(st.buffers, 1e9, 1e-15);
+}
+
+/*
+ * Main gradients' dtype (layout_lowp_grads; docs/MODEL.md "Main gradients'
+ * dtype") and the optimizer step's fp32 copy of them, on
+ * test_mfsdp_grad_buckets' stage: P = 8L + E = 101,926,912 parameters (L
+ * = 12,596,224, E = 1,157,120), dp 2, 1F1B, 8 microbatches.
+ *  - Megatron-FSDP (ZeRO-2/3) and DeepSpeed keep bf16 gradients (2
+ *    bytes) by default (main_grads auto), the distributed optimizer fp32
+ *    (4); main_grads fp32 gives 4 back, bf16 (--grad-reduce-in-bf16) the
+ *    distributed optimizer 2, but for DeepSpeed's ZeRO-2 partitions (the
+ *    weights' dtype either way), where the knob does not apply.
+ *  - DeepSpeed ZeRO-1 at dp 2: weights 2P, bf16 gradients 2P whole,
+ *    optimizer 12P / 2; at the step the fp32 copy of the partition 4P /
+ *    2, activations freed: 2P + 2P + 6P + 2P + 32 MiB = 12P + 33,554,432
+ *    = 1,256,677,376, above the backward's 10P + its activations.  With
+ *    main_grads fp32 (the BF16_Optimizer's fp32 gradients): 4P, no copy,
+ *    the backward's peak.
+ *  - Megatron-FSDP ZeRO-2 with --use-precision-aware-optimizer reads its
+ *    bf16 shard (decoupled_grad): no copy.
+ */
+static void test_lowp_grads(void **state)
+{
+	struct llm m = mem_small_llm();
+	struct layout l = {.tp = 1,
+			   .pp = 1,
+			   .dp = 2,
+			   .vp = 1,
+			   .mbs = 1,
+			   .microbatches = 8,
+			   .schedule = LAYOUT_1F1B,
+			   .flash = 1,
+			   .zero = 2,
+			   .dtype = HW_BF16};
+	const double P = 8 * 12596224.0 + 1157120;
+	struct layout_dp_traits dt;
+	struct mem_stage st;
+	double w, g, o;
+	(void)state;
+	/* Where the knob applies, and the gradients' dtype. */
+	assert_int_equal(layout_lowp_grads(&l, 1), 1);
+	assert_int_equal(layout_lowp_grads(&l, 0), 1);
+	mem_param_bytes(&l, &w, &g, &o);
+	assert_rel_close(g, 2, 1e-15);
+	layout_dp_traits(&l, 12596224, w, g, &dt);
+	assert_rel_close(dt.rs_bytes, 2, 1e-15);
+	assert_rel_close(dt.rs_out, 6, 1e-15); /* local_grad += reduced_grad, bf16 */
+	assert_rel_close(dt.step_cast, 4, 1e-15);
+	l.main_grads = LAYOUT_GRADS_FP32;
+	mem_param_bytes(&l, &w, &g, &o);
+	assert_rel_close(g, 4, 1e-15);
+	layout_dp_traits(&l, 12596224, w, g, &dt);
+	assert_rel_close(dt.step_cast, 0, 1e-15);
+	l.main_grads = LAYOUT_GRADS_AUTO;
+	l.optimizer_dtype = LAYOUT_OPT_BF16_STATES;
+	layout_dp_traits(&l, 12596224, w, 2, &dt);
+	assert_rel_close(dt.step_cast, 0, 1e-15);
+	l.optimizer_dtype = LAYOUT_OPT_BF16; /* pure bf16: bf16 anyway */
+	assert_int_equal(layout_lowp_grads(&l, 1), 0);
+	l.optimizer_dtype = LAYOUT_OPT_FP32;
+	l.zero = 1; /* the distributed optimizer: fp32, bf16 on demand */
+	assert_int_equal(layout_lowp_grads(&l, 1), 1);
+	assert_int_equal(layout_lowp_grads(&l, 0), 0);
+	mem_param_bytes(&l, &w, &g, &o);
+	assert_rel_close(g, 4, 1e-15);
+	l.main_grads = LAYOUT_GRADS_BF16;
+	mem_param_bytes(&l, &w, &g, &o);
+	assert_rel_close(g, 2, 1e-15);
+	layout_dp_traits(&l, 12596224, w, g, &dt);
+	assert_rel_close(dt.step_cast, 4, 1e-15); /* shard_model_grad.float() */
+	l.main_grads = LAYOUT_GRADS_AUTO;
+	l.dtype = HW_FP16;
+	l.zero = 3;
+	assert_int_equal(layout_lowp_grads(&l, 1), 0);
+	l.dtype = HW_FP8;
+	assert_int_equal(layout_lowp_grads(&l, 0), 1);
+	l.dtype = HW_BF16;
+	/* DeepSpeed: ZeRO-2's partitions bf16 whatever main_grads says. */
+	l.dp_impl = LAYOUT_DP_DEEPSPEED;
+	l.zero = 2;
+	l.main_grads = LAYOUT_GRADS_FP32;
+	assert_int_equal(layout_lowp_grads(&l, 1), 0);
+	assert_int_equal(layout_lowp_grads(&l, 0), 1);
+	layout_dp_traits(&l, 12596224, 2, 2, &dt);
+	assert_rel_close(dt.rs_out, 4, 1e-15); /* into the bf16 partition */
+	assert_rel_close(dt.step_group, 0, 1e-15);
+	l.zero = 3;
+	assert_int_equal(layout_lowp_grads(&l, 1), 1);
+	assert_int_equal(layout_lowp_grads(&l, 0), 0);
+	l.main_grads = LAYOUT_GRADS_AUTO;
+	layout_dp_traits(&l, 12596224, 2, 2, &dt);
+	assert_rel_close(dt.step_group, 1e9, 1e-15); /* sub_group_size */
+	/* DeepSpeed ZeRO-1: the step's peak. */
+	l.zero = 1;
+	mem_stage(&m, &l, NULL, 0, &st);
+	assert_rel_close(st.weights, 2 * P, 1e-15);
+	assert_rel_close(st.grads, 2 * P, 1e-15);
+	assert_rel_close(st.optimizer, 6 * P, 1e-15);
+	assert_rel_close(st.buffers, 0, 1e-15);
+	assert_rel_close(st.activations, 0, 1e-15);
+	assert_rel_close(st.logits, 0, 1e-15);
+	assert_rel_close(st.transient, 2 * P + MEM_CUBLAS_WORKSPACE, 1e-15);
+	assert_rel_close(st.allocated, 1256677376.0, 1e-15);
+	l.main_grads = LAYOUT_GRADS_FP32;
+	mem_stage(&m, &l, NULL, 0, &st);
+	assert_rel_close(st.grads, 4 * P, 1e-15);
+	assert_true(st.activations > 0);
+	assert_rel_close(st.allocated, 12 * P + st.activations + st.transient, 1e-15);
+}
+
+/*
+ * Megatron-FSDP's --fsdp-double-buffer (layout_dp_traits pool; docs/
+ * MODEL.md "Megatron-FSDP's double buffers") on test_mfsdp_grad_buckets'
+ * stage, ZeRO-3, fp32 gradients (main_grads fp32: no step copy), in L =
+ * 12,596,224 and E = 1,157,120: two gathered layers (2 bytes) 4L whatever
+ * the prefetch (4: capped at 1), two layers' gradient buckets 8L, the
+ * embedding and head gathered 2E, and the walk's group of the embedding
+ * and head alone, 4E: 12L + 6E = 158,097,408.  With bf16 gradients the
+ * step's peak (weights P, gradients P, optimizer 6P, the fp32 copy 2P:
+ * 10P, P = 8L + E) holds the pools, 4L + 4L = 100,769,792, as its
+ * buffers, above the backward's 8P + 8L + 4E and its activations.
+ */
+static void test_mfsdp_double_buffer(void **state)
+{
+	struct llm m = mem_small_llm();
+	struct layout l = {.tp = 1,
+			   .pp = 1,
+			   .dp = 2,
+			   .vp = 1,
+			   .mbs = 1,
+			   .microbatches = 8,
+			   .schedule = LAYOUT_1F1B,
+			   .flash = 1,
+			   .zero = 3,
+			   .dtype = HW_BF16,
+			   .prefetch = 4,
+			   .main_grads = LAYOUT_GRADS_FP32,
+			   .fsdp_double_buffer = 1};
+	const double P = 8 * 12596224.0 + 1157120;
+	struct layout_dp_traits dt;
+	struct mem_stage st;
+	(void)state;
+	layout_dp_traits(&l, 12596224, 2, 4, &dt);
+	assert_int_equal(dt.pool, 2);
+	assert_int_equal(dt.prefetch, 1);
+	assert_rel_close(dt.rs_queue, 2 * 12596224.0, 1e-15);
+	mem_stage(&m, &l, NULL, 0, &st);
+	assert_rel_close(st.buffers, 158097408, 1e-15);
+	l.main_grads = LAYOUT_GRADS_AUTO;
+	mem_stage(&m, &l, NULL, 0, &st);
+	assert_rel_close(st.buffers, 8 * 12596224.0, 1e-15);
+	assert_rel_close(st.activations, 0, 1e-15);
+	assert_rel_close(st.allocated, 10 * P + 8 * 12596224.0 + MEM_CUBLAS_WORKSPACE, 1e-15);
+	/* Not Megatron-FSDP's: no pool. */
+	l.dp_impl = LAYOUT_DP_FSDP2;
+	layout_dp_traits(&l, 12596224, 2, 4, &dt);
+	assert_int_equal(dt.pool, 0);
 }
 
 static void test_inflight(void **state)
@@ -3986,6 +4164,8 @@ int main(void)
 	    cmocka_unit_test(test_verdict),
 	    cmocka_unit_test(test_stage_memory),
 	    cmocka_unit_test(test_mfsdp_grad_buckets),
+	    cmocka_unit_test(test_lowp_grads),
+	    cmocka_unit_test(test_mfsdp_double_buffer),
 	    cmocka_unit_test(test_inflight),
 	    cmocka_unit_test(test_analytic_small),
 	    cmocka_unit_test(test_analytic_zero3_tp),

@@ -2489,24 +2489,26 @@ static void test_fit_scales(void **state)
  * bandwidth, no host costs and no contention.
  *  - Volumes, per step: each layer's bf16 weights all-gathered before its
  *    forward and again before its backward (2 x 25,192,448 B of output)
- *    and its fp32 gradients reduce-scattered after its backward
- *    (50,384,896 B of input); the embedding (32000 x 1024 + 1024 x 1024
- *    positions) and the head's final norm (2 x 1024) gathered for their
- *    forward and reduced after their backward.
+ *    and its gradients reduce-scattered after its backward in
+ *    Megatron-FSDP's bf16 main gradients (25,192,448 B of input; fp32,
+ *    twice that, until 2026-11-28: docs/MODEL.md "Main gradients'
+ *    dtype"); the embedding (32000 x 1024 + 1024 x 1024 positions) and
+ *    the head's final norm (2 x 1024) gathered for their forward and
+ *    reduced after their backward.
  *  - Times: a ring over 2 GPUs moves half of each buffer: an all-gather
- *    t_ag = 25,192,448 / 2 / 450 GB/s = 27.9916 us, a reduce-scatter t_rs =
- *    55.9832 us.  Without prefetch each layer's gather waits for the
+ *    t_ag = 25,192,448 / 2 / 450 GB/s = 27.9916 us, a reduce-scatter t_rs
+ *    the same (55.9832 us in fp32).  Without prefetch each layer's gather waits for the
  *    previous layer's compute and the compute for it: every forward layer
  *    but the first waits t_ag more, every backward layer but the first
  *    t_rs + t_ag more (its gather queues behind the previous layer's
  *    reduce-scatter on the one NCCL stream, and behind Megatron-FSDP's
  *    add of the reduced shard into the sharded buffer after it, t_add:
- *    12 bytes a sharded parameter at the kernel model's elementwise rate,
- *    layout_dp_traits rs_out).  With prefetch 1 the next layer's gather
+ *    6 bytes a sharded parameter (3 x bf16) at the kernel model's
+ *    elementwise rate, layout_dp_traits rs_out).  With prefetch 1 the next layer's gather
  *    runs beside the compute and hides (t_ag < a layer's forward, t_rs +
  *    t_add + t_ag < its backward).  So prefetch 0 takes (l - 1) (2 t_ag +
- *    t_rs + t_add) longer a step (3 x 111.9664 = 335.8993 us before the
- *    add).
+ *    t_rs + t_add) longer a step (3 x 83.9748 = 251.9245 us before the
+ *    add; 335.8993 in fp32).
  */
 static void test_zero3_layer(void **state)
 {
@@ -2515,7 +2517,7 @@ static void test_zero3_layer(void **state)
 	struct synth_out so;
 	struct settle_out st[2];
 	struct graph *gr;
-	double P = 12596224, t_ag = 2 * P / 2 / 450e9, t_rs = 4 * P / 2 / 450e9;
+	double P = 12596224, t_ag = 2 * P / 2 / 450e9, t_rs = 2 * P / 2 / 450e9;
 	(void)state;
 	g.nvlink_lat_s = g.net_lat_s = g.coll_base_s = 0;
 	g.nvl_eff = g.net_eff = 1;
@@ -2551,14 +2553,14 @@ static void test_zero3_layer(void **state)
 		assert_int_equal(n_rs, 6);
 		assert_rel_close(ag, 8 * 2 * P + 2 * (32000 * 1024.0 + 1024 * 1024) + 2 * 2048.0,
 				 1e-12);
-		assert_rel_close(rs, 4 * (4 * P + 32000 * 1024.0 + 1024 * 1024 + 2048.0), 1e-12);
+		assert_rel_close(rs, 2 * (4 * P + 32000 * 1024.0 + 1024 * 1024 + 2048.0), 1e-12);
 		synth_out_release(&so);
 		graph_free(gr);
 	}
 	print_message("zero-3 step: prefetch 0 %.3f ms, prefetch 1 %.3f ms\n", st[0].iter_s * 1e3,
 		      st[1].iter_s * 1e3);
 	assert_rel_close(st[0].iter_s - st[1].iter_s,
-			 3 * (2 * t_ag + t_rs + kperf_mem_s(&g, HW_MEM_ELEMENTWISE, 12 * P / 2)),
+			 3 * (2 * t_ag + t_rs + kperf_mem_s(&g, HW_MEM_ELEMENTWISE, 6 * P / 2)),
 			 1e-4);
 }
 
@@ -2567,10 +2569,11 @@ static void test_zero3_layer(void **state)
  * test_zero3_layer's model and machine (4 layers of P = 12,596,224
  * parameters, dp 2 on NVLink without latency, bf16 weights: wb 2, gb 4).
  * The implementations' bytes, by hand from their sources:
- *  - megatron: gathers 2 P, reduces 4 P, no copies;
+ *  - megatron: gathers 2 P, reduces 2 P (Megatron-FSDP's bf16 main
+ *    gradients), adds the reduced shard into its own (3 x 2 P / 2);
  *  - deepspeed: reduces in bf16 (2 P); copies the gradients into its
- *    bucket (2 x 2 P read and written) and its bf16 partition into the
- *    fp32 one ((2 + 4) P / 2);
+ *    bucket (2 x 2 P read and written) and its reduced partition into
+ *    the bf16 gradient partition ((2 + 2) P / 2);
  *  - fsdp: casts its fp32 shard to bf16 before the gather ((4 + 2) P / 2),
  *    reduces in bf16 (2 P), casts the reduced shard to fp32 ((2 + 4) P / 2);
  *  - fsdp2: copies in the cast shard ((4 + 2) P / 2), copies out the
@@ -2612,7 +2615,8 @@ static int kind_count(const struct graph *g, const char *name, double bytes, int
  * (layers of P = 12,596,224 parameters) over dp 2: the distributed
  * optimizer zeroes its whole contiguous buffer, 4 P bytes a layer
  * (_ParamAndGradBuffer.reset); Megatron-FSDP's zero_grad its sharded main
- * gradient buffer, 4 P / 2 (ParamAndGradBuffer.zero_grad:
+ * gradient buffer, bf16, 2 P / 2 (4 P / 2 until 2026-11-28: docs/MODEL.md
+ * "Main gradients' dtype"; ParamAndGradBuffer.zero_grad:
  * main_grad_buffer.data), under ZeRO-3 as under ZeRO-2 (none was filled
  * under ZeRO-3 before, a ZeRO-2 layer 4 P).  One fill a layer and the
  * embedding's and the head's, each at the kernel model's time for its
@@ -2633,7 +2637,7 @@ static void test_mfsdp_fill(void **state)
 		in.lay.zero = zero;
 		gr = build(&in, &so, &st);
 		assert_int_equal(kind_count(gr, "vectorized_elementwise_kernel<fill> (grad buffer)",
-					    4 * P / (zero >= 2 ? 2 : 1), &n),
+					    zero >= 2 ? 2 * P / 2 : 4 * P, &n),
 				 in.m.layers);
 		assert_int_equal(n, in.m.layers + 2);
 		synth_out_release(&so);
@@ -2650,8 +2654,10 @@ static void test_zero3_impls(void **state)
 		int impl;
 		double ag_in, ag_out, rs_in, rs_out, rb;
 	} T[] = {
-	    {LAYOUT_DP_MEGATRON, 0, 0, 0, 12, 4}, /* Megatron-FSDP's shard add */
-	    {LAYOUT_DP_DEEPSPEED, 0, 0, 4, 6, 2},
+	    /* Megatron-FSDP's shard add, DeepSpeed's partition copy: in their
+	     * bf16 main gradients (12, 4 and 6 until 2026-11-28, fp32) */
+	    {LAYOUT_DP_MEGATRON, 0, 0, 0, 6, 2},
+	    {LAYOUT_DP_DEEPSPEED, 0, 0, 4, 4, 2},
 	    {LAYOUT_DP_FSDP, 6, 0, 0, 6, 2},
 	    {LAYOUT_DP_FSDP2, 6, 4, 6, 0, 4},
 	};
@@ -7351,6 +7357,57 @@ static void estimate_of(const struct synth_in *in, int global_batch, struct anal
 	assert_int_equal(analytic_estimate(&a, o, &err), 0);
 }
 
+/*
+ * Megatron-FSDP's ZeRO-2 (optim_grads) reduces each FSDP unit's gradient
+ * as the unit's backward completes (layout_unit_reduce; docs/MODEL.md
+ * "Megatron-FSDP's ZeRO-2 reductions a unit"), in its bf16 main gradients:
+ * on the small GPT (8 layers of P = 12,596,224, the tied embedding V h +
+ * s h = 33,816,576 and the final norm 2h = 2,048) at dp 2, each of rank
+ * 0's 4 backwards reduce-scatters 8 layers of 2 P bytes, the norm's 4,096
+ * and the embedding's 67,633,152: 10 a microbatch, 40 a step, in NCCL's
+ * bf16 kernel; DeepSpeed's ZeRO-2 fills Megatron's 40M-parameter buckets
+ * across layers (4 layers of 12.6M to a bucket): 2 layers' buckets, the
+ * embedding's with the last, 3 a microbatch.  The estimate follows the
+ * chain (grad_chain): within 1 % of the simulated step.
+ */
+static void test_mfsdp_unit_reduce(void **state)
+{
+	const double P = 12596224;
+	(void)state;
+	for (int impl = LAYOUT_DP_MEGATRON; impl <= LAYOUT_DP_DEEPSPEED; impl++) {
+		struct synth_in in;
+		struct synth_out so;
+		struct settle_out st;
+		struct analytic_out o;
+		struct graph *g;
+		int n_rs = 0, n_layer = 0, n_bf16 = 0;
+		small(&in);
+		in.lay.dp = 2;
+		in.lay.zero = 2;
+		in.lay.microbatches = 4;
+		in.lay.dp_impl = impl;
+		estimate_of(&in, in.lay.microbatches * in.lay.dp, &o);
+		g = build(&in, &so, &st);
+		for (uint32_t c = 0; c < g->n_colls; c++) {
+			uint32_t u = g->colls[c].node;
+			if (g->procs[g->proc[u]].rank != 0 || g->iter[u] != 1 ||
+			    g->colls[c].kind != GC_REDUCE_SCATTER)
+				continue;
+			n_rs++;
+			n_layer += g->colls[c].bytes == (int64_t)(2 * P);
+			n_bf16 += strstr(strtab_get(&g->st, g->name[u]), "_bf16_") != NULL;
+		}
+		print_message("%s: %d reduce-scatters, estimate %.3f ms, simulated %.3f ms\n",
+			      layout_dp_impl_name(impl), n_rs, o.t_iter * 1e3, st.iter_s * 1e3);
+		assert_int_equal(n_rs, impl == LAYOUT_DP_MEGATRON ? 40 : 12);
+		assert_int_equal(n_layer, impl == LAYOUT_DP_MEGATRON ? 32 : 0);
+		assert_int_equal(n_bf16, n_rs);
+		assert_true(fabs(o.t_iter / st.iter_s - 1) < 0.01);
+		synth_out_release(&so);
+		graph_free(g);
+	}
+}
+
 static void test_exec_host_verdict(void **state)
 {
 	enum { TP, SP, RING, RING8, AG, A2A, MOE, NF };
@@ -8328,6 +8385,7 @@ int main(void)
 	    cmocka_unit_test(test_zero3_layer),
 	    cmocka_unit_test(test_zero3_impls),
 	    cmocka_unit_test(test_mfsdp_fill),
+	    cmocka_unit_test(test_mfsdp_unit_reduce),
 	    cmocka_unit_test(test_unfused_attention),
 	    cmocka_unit_test(test_moe_counts),
 	    cmocka_unit_test(test_moe_all_to_all),

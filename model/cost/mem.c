@@ -368,6 +368,11 @@ void mem_param_bytes(const struct layout *l, double *w, double *g, double *o)
 		*o = (te_master(l) ? 2 : 4) + 2 + 2;
 	else if (l->optimizer_dtype == LAYOUT_OPT_BF16)
 		*g = 2, *o = 4;
+	/* bf16 main gradients: Megatron-FSDP's and DeepSpeed's by default,
+	 * anyone's by main_grads (layout_lowp_grads; docs/MODEL.md "Main
+	 * gradients' dtype"). */
+	if (layout_lowp_grads(l, 0))
+		*g = 2;
 }
 
 double mem_layer_weight_bytes(const struct layout *l)
@@ -958,6 +963,33 @@ static void stage_walk(const struct llm *m, const struct layout *l, int s, const
 	out->inflight = peak_units / v;
 }
 
+/* The optimizer step's own peak: the backward's activations, logits and
+ * unsharded buffers freed, the stage holds its weights, gradients,
+ * optimizer state and persistent pools (pooled: Megatron-FSDP's double
+ * buffers) and the fp32 copy of its gradient shard the optimizer reads
+ * (layout_dp_traits step_cast a shard parameter, as many as the
+ * optimizer state's, optimizer / ob, at most step_group), with cuBLAS's
+ * workspace.  Where that is more than the backward's peak (a sharded step
+ * with few activations: full recomputation, a short sequence), the
+ * stage's peak is the step's and out its breakdown. */
+static void step_phase(const struct layout *l, double wb, double gb, double ob, double pooled,
+		       struct mem_stage *out)
+{
+	struct layout_dp_traits dt;
+	double cast = ob > 0 ? out->optimizer / ob : 0, step;
+	layout_dp_traits(l, 0, wb, gb, &dt);
+	if (dt.step_group > 0 && cast > dt.step_group)
+		cast = dt.step_group;
+	cast *= dt.step_cast;
+	step = out->weights + out->grads + out->optimizer + pooled + cast + MEM_CUBLAS_WORKSPACE;
+	if (!(cast > 0) || step <= out->allocated)
+		return;
+	out->buffers = pooled;
+	out->activations = out->logits = out->inflight = 0;
+	out->transient = cast + MEM_CUBLAS_WORKSPACE;
+	out->allocated = step;
+}
+
 /* A stage's parameters by their parts (mem_stage's, and
  * mem_stage_params's alone). */
 struct stage_params {
@@ -1073,8 +1105,8 @@ void mem_stage(const struct llm *m, const struct layout *l, const struct hw_prof
 	double n, layer, emb, head;
 	/* Megatron-FSDP's gradient buckets (layout_dp_traits rs_fifo): each
 	 * chunk's most beyond the activations a backward frees (gk). */
-	int fifo;
-	double rs_queue, gk[LAYOUT_MAX_VP] = {0};
+	int fifo, pool;
+	double rs_queue, gk[LAYOUT_MAX_VP] = {0}, pooled = 0;
 
 	memset(out, 0, sizeof(*out));
 	stage_params(m, l, s, &pa);
@@ -1098,6 +1130,7 @@ void mem_stage(const struct llm *m, const struct layout *l, const struct hw_prof
 		layout_dp_traits(l, layer, wb, gb, &gt);
 		fifo = gt.rs_fifo && l->zero >= 2 && shard > 1;
 		rs_queue = gt.rs_queue;
+		pool = fifo ? gt.pool : 0;
 	}
 	if (llm_moe_layers(m) > 0) {
 		/* Mixture-of-experts: the experts' share is sharded over the
@@ -1140,7 +1173,8 @@ void mem_stage(const struct llm *m, const struct layout *l, const struct hw_prof
 			out->buffers = layer * dt.rs_buf + dt.bucket_params * dt.rs_bytes;
 		if (l->zero >= 3 && shard > 1)
 			out->buffers +=
-			    (dt.prefetch + 1 + dt.ag_extra) * layer * wb + (emb + head) * wb;
+			    (dt.pool > 0 ? dt.pool : dt.prefetch + 1 + dt.ag_extra) * layer * wb +
+			    (emb + head) * wb;
 	}
 
 	if (fifo) {
@@ -1149,6 +1183,15 @@ void mem_stage(const struct llm *m, const struct layout *l, const struct hw_prof
 		 * them), and its activations a layer. */
 		int lora = layout_lora(l, 0);
 		double lp = n > 0 ? (out->train - (lora ? 0 : emb + head)) / n : 0;
+		/* --fsdp-double-buffer (layout_dp_traits pool): the units'
+		 * gradient buckets in a persistent pool of two (ZeRO-3's two
+		 * gathered layers, its pool, counted above whatever the
+		 * prefetch), the walk meeting the other parameters' group
+		 * alone. */
+		if (pool > 0) {
+			out->buffers += pool * lp * gb;
+			pooled = pool * lp * gb + (l->zero >= 3 ? pool * layer * wb : 0);
+		}
 		for (int c = 0; c < v; c++) {
 			int nc = layout_chunk_layers(m, l, s, c), k = layout_chunk_model(l, s, c);
 			double ac =
@@ -1156,7 +1199,7 @@ void mem_stage(const struct llm *m, const struct layout *l, const struct hw_prof
 				   : 0;
 			if (last && k == l->pp * v - 1 && m->mtp_layers > 0)
 				nc += m->mtp_layers;
-			gk[c] = fsdp_grad_top(nc, lp, ac,
+			gk[c] = fsdp_grad_top(nc, pool > 0 ? 0 : lp, ac,
 					      !lora && last && k == l->pp * v - 1 ? head : 0,
 					      !lora && first && k == 0 ? emb : 0, rs_queue, gb);
 		}
@@ -1169,6 +1212,7 @@ void mem_stage(const struct llm *m, const struct layout *l, const struct hw_prof
 	out->transient += MEM_CUBLAS_WORKSPACE;
 	out->allocated = out->weights + out->grads + out->optimizer + out->buffers +
 			 out->activations + out->transient;
+	step_phase(l, wb, gb, ob, pooled, out);
 	out->fragmentation = stage_reserve(m, l, out, n, gb, ob, a_layer) - out->allocated;
 	out->total = out->allocated + out->fragmentation;
 }

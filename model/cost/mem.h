@@ -20,7 +20,9 @@
  *               ZeRO-1 (the distributed optimizer) shards the optimizer
  *               state over the sharding group (the data-parallel group, or
  *               a hybrid group within it), ZeRO-2 the gradients too, ZeRO-3
- *               (FSDP FULL_SHARD) the weights too.  FP8 training adds an
+ *               (FSDP FULL_SHARD) the weights too.  Megatron-FSDP and
+ *               DeepSpeed keep bf16 gradients (2 bytes) by default
+ *               (layout_lowp_grads).  FP8 training adds an
  *               fp8 copy of each layer weight and its transpose (2 bytes).
  *   buffers     ZeRO-3: the unsharded bf16 weights of the layers gathered
  *               at once (prefetch + 1, within the implementation's limits,
@@ -32,7 +34,15 @@
  *               gradient buckets of its reduce queue until a backward ends
  *               instead of the one layer's: what they hold beyond the
  *               activations that backward has freed, over the activations'
- *               peak, as the schedule's walk meets them.
+ *               peak, as the schedule's walk meets them; with
+ *               --fsdp-double-buffer two layers' buckets (and ZeRO-3's two
+ *               gathered layers) in persistent pools.
+ *   the optimizer step  where the gradients are bf16 and the master fp32,
+ *               the fp32 copy of the gradient shard the optimizer reads
+ *               (layout_dp_traits step_cast) beside the weights, gradients,
+ *               optimizer state and pools, the activations freed: where
+ *               that is more than the backward's peak it is the stage's,
+ *               and its breakdown the step's.
  *   activations per layer per microbatch (Korthikanti et al. 2022, Table 2,
  *               mem_act_per_layer; under fp8 and fp4 the GEMMs' saved
  *               inputs are Transformer Engine's quantised copies,
@@ -333,7 +343,9 @@ void mem_bytes_per_param(int prec, double *weights, double *grads, double *optim
  * store_param_remainders: 2) where FusedAdam holds it, else Megatron-LM's
  * own fp32 copy (4: fp8 weights' recipes other than delayed scaling,
  * use_precision_aware_optimizer_no_fp8_or_ds_fp8); fp32 main gradients (4).
- * bf16: 2 + 2 + 4 (bf16 gradients and moments, no master). */
+ * bf16: 2 + 2 + 4 (bf16 gradients and moments, no master).  Megatron-FSDP
+ * and DeepSpeed keep their main gradients in the weights' bf16 (2) by
+ * default (layout_lowp_grads; docs/MODEL.md "Main gradients' dtype"). */
 void mem_param_bytes(const struct layout *l, double *weights, double *grads, double *optimizer);
 
 /* FP8 primary weights (l->fp8_param_gather; docs/MODEL.md "FP8 primary

@@ -1303,6 +1303,22 @@ static void put_optimizer_dtype(struct emit *E, const char *name, const struct l
 	}
 }
 
+/* The main gradients where not the implementation's default: Megatron-LM's
+ * DDP and distributed optimizer in bf16 (--grad-reduce-in-bf16),
+ * Megatron-FSDP's in fp32 (--megatron-fsdp-main-grads-dtype, default auto:
+ * the model's bf16). */
+static void put_main_grads(struct emit *E, const char *name, const struct llm *m,
+			   const struct layout *l)
+{
+	(void)m;
+	if (!layout_lowp_grads(l, 1) || l->main_grads == LAYOUT_GRADS_AUTO)
+		return;
+	if (l->zero < 2 && l->main_grads == LAYOUT_GRADS_BF16)
+		put(E, name, NULL);
+	else if (l->zero >= 2 && l->main_grads == LAYOUT_GRADS_FP32)
+		put(E, "--megatron-fsdp-main-grads-dtype", "fp32");
+}
+
 static void put_clip_grad(struct emit *E, const char *name, const struct llm *m,
 			  const struct layout *l)
 {
@@ -2007,6 +2023,15 @@ static int value_exec(int fw, const struct llm *m, const struct layout *l)
 	       (fw == FRAME_TORCHTITAN) == (l->exec == LAYOUT_EXEC_COMPILED);
 }
 
+/* Megatron-LM's options are its own implementation's (DeepSpeed's
+ * grad_accum_dtype is none of them). */
+static int value_main_grads(int fw, const struct llm *m, const struct layout *l)
+{
+	(void)fw, (void)m;
+	return l->main_grads == LAYOUT_GRADS_AUTO || l->zero == 0 ||
+	       l->dp_impl == LAYOUT_DP_MEGATRON;
+}
+
 /* Megatron-LM's main params are fp32 or fp16. */
 static int value_optimizer_dtype(int fw, const struct llm *m, const struct layout *l)
 {
@@ -2196,6 +2221,13 @@ static const struct frame_row frame_rows[LK_N] = {
      * such switch. */
     [LK_fp32_residual] = {R(FX_BOOL, "--fp32-residual-connection", FX_BOOL,
 			    "model.fp32_residual_connection", FX_INT, NULL)},
+    /* Megatron-LM's arguments.py --grad-reduce-in-bf16,
+     * --megatron-fsdp-main-grads-dtype and --fsdp-double-buffer;
+     * Bridge's DistributedDataParallelConfig fsdp_double_buffer. */
+    [LK_main_grads] = {R(FX_SPECIAL, "--grad-reduce-in-bf16", FX_INT, NULL, FX_INT, NULL),
+		       .put = put_main_grads, .value = value_main_grads},
+    [LK_fsdp_double_buffer] = {R(FX_BOOL, "--fsdp-double-buffer", FX_BOOL, "ddp.fsdp_double_buffer",
+				 FX_INT, NULL)},
 };
 #undef R
 

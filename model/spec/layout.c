@@ -496,6 +496,9 @@ int layout_dp_impl_parse(const char *s)
 /* Megatron-FSDP's suggested_communication_unit_size when none is given
  * (megatron_fsdp.py: at least 1e9 elements). */
 #define MFSDP_UNIT 1e9
+/* DeepSpeed's ZeRO-3 optimizer sub groups (zero/config.py sub_group_size:
+ * 1e9 parameters of the partition). */
+#define DS_SUB_GROUP 1e9
 
 void layout_dp_traits(const struct layout *l, double layer_params, double wb, double gb,
 		      struct layout_dp_traits *t)
@@ -509,6 +512,24 @@ void layout_dp_traits(const struct layout *l, double layer_params, double wb, do
 	t->prefetch = l->prefetch;
 	t->rs_bytes = gb;
 	t->rs_buf = gb;
+	/* bf16 main gradients (layout_lowp_grads) copied to fp32 for the
+	 * optimizer: Megatron-FSDP's update_main_grads (optimizer_grad.to(the
+	 * fp32 main weight's dtype), held as .grad until the next step's
+	 * zero_grad; none with the precision-aware optimizer's decoupled_grad,
+	 * megatron_fsdp_use_decoupled_grad); Megatron-LM's distributed
+	 * optimizer and DDP's (distrib_optimizer.py, optimizer.py
+	 * _copy_model_grads_to_main_grads: .grad = the shard's main_grad
+	 * .float(), a new tensor where it is bf16; decoupled_grad under
+	 * use_precision_aware_optimizer_no_fp8_or_ds_fp8); DeepSpeed's step,
+	 * a param group's flattened partition .to() the fp32 master's dtype
+	 * (stage_1_and_2.py step), ZeRO-3 a sub group's at a time (stage3.py
+	 * _prepare_fp32_grad_for_sub_group). */
+	if (layout_lowp_grads(l, 0) &&
+	    !(l->dp_impl == LAYOUT_DP_MEGATRON && l->optimizer_dtype == LAYOUT_OPT_BF16_STATES &&
+	      (l->zero >= 2 || l->dtype != HW_FP8 || l->fp8_recipe == LAYOUT_FP8_DELAYED)))
+		t->step_cast = 4;
+	if (l->dp_impl == LAYOUT_DP_DEEPSPEED && l->zero >= 3)
+		t->step_group = DS_SUB_GROUP;
 	switch (l->dp_impl) {
 	case LAYOUT_DP_DEEPSPEED: {
 		/* PartitionedParameterCoordinator.fetch_sub_module prefetches the
@@ -531,7 +552,7 @@ void layout_dp_traits(const struct layout *l, double layer_params, double wb, do
 			t->prefetch = cap;
 		t->rs_bytes = wb;
 		t->rs_in = 2 * wb;
-		t->rs_out = wb + 4;
+		t->rs_out = wb + gb; /* into the partition, in its dtype (gb) */
 		t->rs_buf = 0;
 		t->bucket_params = DS_REDUCE_BUCKET;
 		break;
@@ -586,10 +607,18 @@ void layout_dp_traits(const struct layout *l, double layer_params, double wb, do
 		 * (reset).  The capacity is --suggested-communication-unit-size
 		 * U, by default max(1e9, --ddp-bucket-size) under ZeRO-2;
 		 * ZeRO-3 gathers U / 2 parameters ahead, so prefetch k layers
-		 * is U = 2 k layer_params. */
+		 * is U = 2 k layer_params.  --fsdp-double-buffer (FixedPoolAllocator,
+		 * UB_BUFFER_NUM 2) takes the units' gathered weights and gradient
+		 * buckets from persistent pools of two units: the all-gather's
+		 * prefetch stops at two units (AllGatherPipeline: need_skip_prefetch)
+		 * and the reduce queue keeps one unit beside the one filling
+		 * (_enforce_double_buffer_limit). */
 		t->rs_out = 3 * gb;
 		t->rs_buf = 0;
 		t->rs_fifo = 1;
+		t->pool = l->fsdp_double_buffer ? 2 : 0;
+		if (t->pool > 0 && t->prefetch > 1)
+			t->prefetch = 1;
 		if (l->zero >= 3) {
 			t->rs_queue = 2.0 * t->prefetch * layer_params;
 		} else {
@@ -806,6 +835,18 @@ int layout_opt_dtype_parse(const char *s)
 	return index_of(opt_dtype_names, LAYOUT_OPT_BF16 + 1, s);
 }
 
+static const char *const main_grads_names[] = {"auto", "fp32", "bf16"};
+
+const char *layout_main_grads_name(int d)
+{
+	return name_of(main_grads_names, LAYOUT_GRADS_BF16 + 1, d);
+}
+
+int layout_main_grads_parse(const char *s)
+{
+	return index_of(main_grads_names, LAYOUT_GRADS_BF16 + 1, s);
+}
+
 const char *layout_dispatcher_name(int d)
 {
 	return name_of(dispatcher_names, LAYOUT_DISP_HYBRIDEP + 1, d);
@@ -1009,6 +1050,28 @@ double layout_bucket_params(const struct layout *l, double grad_bytes)
 	if (l->bucket_mb > 0)
 		return l->bucket_mb * 1e6 / grad_bytes;
 	return 40e6 > 1e6 * dp ? 40e6 : 1e6 * dp;
+}
+
+int layout_unit_reduce(const struct layout *l)
+{
+	return l->zero >= 3 || (l->zero == 2 && l->dp_impl != LAYOUT_DP_DEEPSPEED);
+}
+
+int layout_lowp_grads(const struct layout *l, int knob)
+{
+	int bf16 = l->dtype != HW_FP32 && l->dtype != HW_TF32 && l->dtype != HW_FP16;
+	int mlm = l->zero == 0 || (l->zero == 1 && l->dp_impl == LAYOUT_DP_MEGATRON);
+	int mfsdp = l->dp_impl == LAYOUT_DP_MEGATRON && l->zero >= 2;
+	int ds = l->dp_impl == LAYOUT_DP_DEEPSPEED && l->zero >= 1;
+	if (!bf16 || l->optimizer_dtype == LAYOUT_OPT_BF16 || !(mlm || mfsdp || ds))
+		return 0;
+	if (knob)
+		return !(ds && l->zero == 2);
+	if (ds && l->zero == 2)
+		return 1;
+	if (l->main_grads != LAYOUT_GRADS_AUTO)
+		return l->main_grads == LAYOUT_GRADS_BF16;
+	return !mlm;
 }
 
 int layout_shard_group(const struct layout *l)

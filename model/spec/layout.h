@@ -147,6 +147,9 @@ enum layout_dp_impl { LAYOUT_DP_MEGATRON, LAYOUT_DP_DEEPSPEED, LAYOUT_DP_FSDP, L
  * bf16 moments, PyTorch's fused AdamW on the bf16 parameters (what
  * scripts/gpt_bench.py runs). */
 enum layout_opt_dtype { LAYOUT_OPT_FP32, LAYOUT_OPT_BF16_STATES, LAYOUT_OPT_BF16 };
+/* The main gradients' dtype with bf16 weights (layout_lowp_grads): the
+ * implementation's own default, fp32 or bf16. */
+enum layout_main_grads { LAYOUT_GRADS_AUTO, LAYOUT_GRADS_FP32, LAYOUT_GRADS_BF16 };
 
 /* The largest layout accepted anywhere (run descriptions, options, sweeps,
  * checks); the smallest degree is 1.  LAYOUT_MAX_GPUS bounds tp x pp x dp
@@ -305,6 +308,15 @@ struct layout {
 	 * the bias-dropout-adds and the pipeline's transfers in fp32
 	 * (kperf_resid_bytes; docs/MODEL.md "FP32 residual connection"). */
 	int fp32_residual;
+	/* Data parallelism's gradients as the implementations keep them
+	 * (docs/MODEL.md "Main gradients' dtype", "Megatron-FSDP's double
+	 * buffers"): main_grads, enum layout_main_grads (layout_lowp_grads:
+	 * auto is fp32 under Megatron-LM's DDP and distributed optimizer, bf16
+	 * under Megatron-FSDP and DeepSpeed); fsdp_double_buffer 1 is
+	 * Megatron-FSDP's --fsdp-double-buffer (persistent pools of two
+	 * units' gathered weights and gradient buckets). */
+	int main_grads;
+	int fsdp_double_buffer;
 };
 
 /* The defaults of a run nobody laid out, each knob's row's (LAYOUT_KNOBS
@@ -494,6 +506,10 @@ double layout_lora_params(const struct llm *m, const struct layout *l);
 const char *layout_opt_dtype_name(int d);
 int layout_opt_dtype_parse(const char *s);
 
+/* "auto", "fp32", "bf16" ("?" beyond); back: -1. */
+const char *layout_main_grads_name(int d);
+int layout_main_grads_parse(const char *s);
+
 /* "megatron", "deepspeed", "fsdp", "fsdp2" ("?" beyond); back: -1. */
 const char *layout_dp_impl_name(int impl);
 int layout_dp_impl_parse(const char *s);
@@ -526,9 +542,28 @@ struct layout_dp_traits {
 	 * FSDP's gradient buckets"); rs_buf is then not held on its own. */
 	int rs_fifo;
 	double rs_queue;
+	/* Megatron-FSDP's --fsdp-double-buffer: the units' gathered weights
+	 * (ZeRO-3) and gradient buckets held in persistent pools of `pool`
+	 * units (2), prefetch at most 1; 0: allocated as needed. */
+	int pool;
+	/* The optimizer step (docs/MODEL.md "The optimizer step's gradient
+	 * copy"): bytes a shard parameter's fp32 copy of its bf16 gradient
+	 * takes while the optimizer reads it (4 under layout_lowp_grads but
+	 * with Megatron-FSDP's decoupled gradients; 0: none), at most
+	 * step_group parameters at once (DeepSpeed ZeRO-3's sub groups; 0:
+	 * all). */
+	double step_cast, step_group;
 };
 void layout_dp_traits(const struct layout *l, double layer_params, double wb, double gb,
 		      struct layout_dp_traits *t);
+/* 1 where each unit's (a layer's) gradients are reduce-scattered on their
+ * own as its backward completes, no bucket across units: ZeRO-3; FSDP's
+ * and FSDP2's SHARD_GRAD_OP (_post_backward_hook, foreach_reduce: one a
+ * flat parameter or group); Megatron-FSDP's optim_grads (ZeRO-2: the
+ * GradReducePipeline reduces each FSDP unit's bucket group as it is
+ * ready, megatron_fsdp.py _register_post_backward_hook).  DeepSpeed's
+ * ZeRO-2 fills its reduce buckets across layers. */
+int layout_unit_reduce(const struct layout *l);
 /* "alltoall", "allgather", "flex", "hybridep" ("?" beyond); -1 if unknown. */
 const char *layout_dispatcher_name(int d);
 int layout_dispatcher_parse(const char *s);
@@ -575,6 +610,18 @@ int layout_cp_a2a(const struct layout *l, int domain);
 int layout_ep(const struct layout *l);
 int layout_etp(const struct layout *l);
 int layout_edp(const struct layout *l);
+
+/* 1 where the main gradients are bf16 under bf16 or fp8 weights with an
+ * fp32 optimizer or bf16 moments (docs/MODEL.md "Main gradients' dtype";
+ * pure bf16 keeps bf16 gradients anyway): main_grads bf16, or auto under
+ * Megatron-FSDP (dp_impl megatron, ZeRO-2/3: megatron_fsdp_main_grads_dtype
+ * None, the model's gradient dtype) and DeepSpeed (grad_accum_dtype None,
+ * the model's dtype), whose ZeRO-2 partitions are bf16 whatever the knob
+ * (stage_1_and_2.py grads_in_partition); Megatron-LM's DDP and
+ * distributed optimizer keep fp32 unless bf16 (--grad-reduce-in-bf16).
+ * FSDP and FSDP2 keep theirs (layout_dp_traits).  knob: 1 for where the
+ * main_grads knob applies instead. */
+int layout_lowp_grads(const struct layout *l, int knob);
 
 /* The sharding group of ZeRO: l->shard, or dp x cp. */
 int layout_shard_group(const struct layout *l);
@@ -790,7 +837,8 @@ enum layout_show {
 	X(bucket_mb, L, 1, v, .kind = LK_INT, .lo = 0, .hi = LAYOUT_MAX_BUCKET_MB, .def = 0,      \
 	  .opt = "bucket-mb", .arg = "N",                                                          \
 	  .help = "gradient buckets of N MB (0: Megatron's max(40M, 1M x dp) parameters; "        \
-		  "ZeRO-3 and FSDP's ZeRO-2 reduce each unit's gradient on its own)",              \
+		  "ZeRO-3 and FSDP's and Megatron-FSDP's ZeRO-2 reduce each unit's gradient on "  \
+		  "its own)",                                                                      \
 	  .flags = LK_SWEEP | LK_STORE | LK_JSON, .key = "bucket", .key_group = 3,                 \
 	  .show = LK_SHOW_ALWAYS, .desc = 203, .digit = 20)                                        \
 	X(overlap_grad, L, 1, v, .kind = LK_BOOL, .lo = 0, .hi = 1, .def = 1,                     \
@@ -984,6 +1032,23 @@ enum layout_show {
 		  "cast to the modules' dtype before each norm (bf16, fp16, fp8 or fp4 runs; "    \
 		  "Megatron-LM with Transformer Engine)",                                          \
 	  .flags = LK_SWEEP | LK_STORE | LK_JSON | LK_FORCE, .key = "fp32r",                       \
+	  .show = LK_SHOW_CHANGED)                                                                 \
+	X(main_grads, L, layout_lowp_grads(l, 1), v, .kind = LK_NAME, .lo = 0,                   \
+	  .hi = LAYOUT_GRADS_BF16, .def = LAYOUT_GRADS_AUTO, .parse = layout_main_grads_parse,    \
+	  .name = layout_main_grads_name, .opt = "main-grads", .arg = "G",                        \
+	  .help = "main gradients' dtype with bf16 weights: auto (the implementation's: fp32 "    \
+		  "under Megatron-LM's DDP and distributed optimizer, bf16 under Megatron-FSDP "  \
+		  "and DeepSpeed), fp32 (--megatron-fsdp-main-grads-dtype fp32, DeepSpeed's "     \
+		  "grad_accum_dtype fp32) or bf16 (Megatron-LM's --grad-reduce-in-bf16); bf16 "   \
+		  "adds the optimizer step's fp32 copy of the gradient shard",                    \
+	  .flags = LK_SWEEP | LK_STORE | LK_JSON | LK_FORCE, .key = "mg",                          \
+	  .show = LK_SHOW_CHANGED)                                                                 \
+	X(fsdp_double_buffer, L, l->zero >= 2 && l->dp_impl == LAYOUT_DP_MEGATRON, v,             \
+	  .kind = LK_BOOL, .lo = 0, .hi = 1, .def = 0, .opt = "fsdp-double-buffer",                \
+	  .help = "Megatron-FSDP's --fsdp-double-buffer (zero 2/3, dp-impl megatron): two "       \
+		  "units' gathered weights and gradient buckets in persistent pools, the "         \
+		  "prefetch and the reduce queue held to two units",                               \
+	  .flags = LK_SWEEP | LK_STORE | LK_JSON | LK_FORCE, .key = "fsdpdb",                      \
 	  .show = LK_SHOW_CHANGED)
 /* clang-format on */
 

@@ -443,32 +443,52 @@ static double emb_tail(const struct analytic_in *in, const struct terms *T)
 	return fmax(T->eh.emb_bwd_s, T->eh.emb_bwd_gpu_s);
 }
 
+/* Megatron-FSDP's ZeRO-2 (layout_unit_reduce) reduces each layer's, the
+ * head's and the embedding's gradients on their own as synth's grad_ready
+ * does: the chain's buckets are those pieces (cap 0), and *busy (where
+ * not NULL) sums the stage's reductions (every chunk's), the stream's
+ * work for one microbatch's backward. */
 static double grad_chain(const struct analytic_in *in, const struct terms *T, int s,
-			 const struct stage_est *e, double lp)
+			 const struct stage_est *e, double lp, double *busy)
 {
 	const struct llm *m = &in->m;
-	int v = layout_stage_chunks(&in->lay);
+	int v = layout_stage_chunks(&in->lay), unit = layout_unit_reduce(&in->lay);
 	int n0 = v > 1 ? layout_chunk_layers(m, &T->lay, s, 0) : (int)e->n;
-	double first = 0, last = 0, cap = synth_bucket_params(&T->si), acc = 0, f = -1e30,
-	       tau = e->n > 0 ? e->bwd / e->n : 0, te = s == 0 ? emb_tail(in, T) : 0, pl;
+	double first = 0, last = 0, cap = unit ? 0 : synth_bucket_params(&T->si), acc = 0,
+	       f = -1e30, tau = e->n > 0 ? e->bwd / e->n : 0, te = s == 0 ? emb_tail(in, T) : 0, pl,
+	       b, sum = 0;
 	if (!layout_lora(&in->lay, 0))
 		synth_extra_params(&T->si, s, &first, &last);
 	pl = e->n > 0 && e->P > first + last ? (e->P - first - last) / e->n : 0;
-	if (v == 1 && (acc = first) >= cap) { /* the head's, as the backward starts */
-		f = -(n0 * tau + te) + bucket_s(in, T, lp, acc);
+	if (v == 1 && (acc = first) >= cap && acc > 0) { /* the head's, as the backward starts */
+		sum += b = bucket_s(in, T, lp, acc);
+		f = -(n0 * tau + te) + b;
 		acc = 0;
 	}
 	for (int j = n0 - 1; j >= 0; j--) {
 		acc += pl;
-		if (acc >= cap) {
+		if (acc >= cap && acc > 0) {
 			double r = -(j * tau + te);
-			f = (f > r ? f : r) + bucket_s(in, T, lp, acc);
+			sum += b = bucket_s(in, T, lp, acc);
+			f = (f > r ? f : r) + b;
 			acc = 0;
 		}
 	}
 	acc += last;
-	if (acc > 0)
-		f = (f > 0 ? f : 0) + bucket_s(in, T, lp, acc);
+	if (acc > 0) {
+		sum += b = bucket_s(in, T, lp, acc);
+		f = (f > 0 ? f : 0) + b;
+	}
+	/* The stage's other chunks' layers and the head (an interleaved
+	 * stage's last chunk) are reduced a piece each too. */
+	if (unit && v > 1) {
+		if (e->n > n0 && pl > 0)
+			sum += (e->n - n0) * bucket_s(in, T, lp, pl);
+		if (first > 0)
+			sum += bucket_s(in, T, lp, first);
+	}
+	if (busy)
+		*busy = sum;
 	return f > 0 ? f : 0;
 }
 
@@ -665,7 +685,7 @@ static void stage_dp(const struct analytic_in *in, const struct terms *T, int s,
 		 * (grad_chain), the routed experts' (their own buckets) beside
 		 * it as before. */
 		if (l->overlap_grad)
-			*red = fmax(grad_chain(in, T, s, e, lp), t_ex - hide);
+			*red = fmax(grad_chain(in, T, s, e, lp, NULL), t_ex - hide);
 		else
 			*red = t_rs + t_ar;
 		*exposed = *red > 0 ? *red : 0;
@@ -695,9 +715,13 @@ static void stage_dp(const struct analytic_in *in, const struct terms *T, int s,
 			 * over 2/3 of its backward added to the step, as until
 			 * 2026-11-27, put gpt3-1.3b at tp 2 pp 2 dp 128 6 % above
 			 * its simulated step once the gathers were right.) */
-			double wd = t_rs - t_ex + (R > 1 ? t_ar : 0),
-			       ch = l->overlap_grad ? grad_chain(in, T, s, e, lp)
+			double wd = t_rs - t_ex + (R > 1 ? t_ar : 0), busy = 0,
+			       ch = l->overlap_grad ? grad_chain(in, T, s, e, lp, &busy)
 						    : bucket_s(in, T, lp, P);
+			/* Megatron-FSDP's per-unit reductions (grad_chain):
+			 * the stream's work a microbatch is theirs. */
+			if (layout_unit_reduce(l) && l->overlap_grad)
+				wd = busy;
 			*red = fmax(fmax(ch, mb * wd - ((mb - 1) * e->pace + e->bwd)), t_ex - hide);
 			*exposed =
 			    (*red > 0 ? *red : 0) +

@@ -212,11 +212,12 @@ double synth_acc_bytes(double acc_elem_bytes, const struct layout *l)
 	return l->optimizer_dtype == LAYOUT_OPT_BF16 ? 2 : 0;
 }
 
-/* A gradient reduction's kernel name: NCCL's sum in the gradients' dtype
- * (bf16 under a pure-bf16 optimizer, else the fp32 main gradients'). */
-static const char *reduce_kernel(const struct ctx *c, int kind)
+/* A gradient reduction's kernel name: NCCL's sum in the dtype of `bytes`
+ * an element as reduced (bf16: 2, under a pure-bf16 optimizer, Megatron-
+ * FSDP's and DeepSpeed's reductions; else the fp32 main gradients'). */
+static const char *reduce_kernel(int kind, double bytes)
 {
-	int bf16 = c->lay.optimizer_dtype == LAYOUT_OPT_BF16;
+	int bf16 = bytes == 2;
 	if (kind == GC_REDUCE_SCATTER)
 		return bf16 ? "ncclDevKernel_ReduceScatter_Sum_bf16_RING_LL"
 			    : "ncclDevKernel_ReduceScatter_Sum_f32_RING_LL";
@@ -297,7 +298,7 @@ static void grad_reduce_on(struct ctx *c, int r, const struct shape *z, double p
 		/* Over the dp x cp ranks (tp apart: Megatron-LM's order). */
 		struct comm_group g = {dpc, comm_per_domain(dpc, hw_domain(in->hw) / in->lay.tp)};
 		rank_pg(c, "dp", r, pg, sizeof(pg));
-		se_collective_dt(c, r, S_DP, GC_ALL_REDUCE, reduce_kernel(c, GC_ALL_REDUCE),
+		se_collective_dt(c, r, S_DP, GC_ALL_REDUCE, reduce_kernel(GC_ALL_REDUCE, gb),
 				 params * gb, g, pg, se_dtype(c, gb));
 		return;
 	}
@@ -309,11 +310,11 @@ static void grad_reduce_on(struct ctx *c, int r, const struct shape *z, double p
 	if (t.rs_in > 0 && (!c->dry || c->dry_host))
 		sl_kernel_on(c, r, S_DP, KC_ELEMENTWISE, "zero::reduce_scatter_copy_in",
 			     params * t.rs_in);
-	se_collective_dt(c, r, S_DP, GC_REDUCE_SCATTER, reduce_kernel(c, GC_REDUCE_SCATTER),
+	se_collective_dt(c, r, S_DP, GC_REDUCE_SCATTER, reduce_kernel(GC_REDUCE_SCATTER, gb),
 			 params * gb, zero_group(c), pg, se_dtype(c, gb));
 	if (replica_group(c).n > 1) {
 		rank_pg(c, "dpr", r, pg, sizeof(pg));
-		se_collective_dt(c, r, S_DP, GC_ALL_REDUCE, reduce_kernel(c, GC_ALL_REDUCE),
+		se_collective_dt(c, r, S_DP, GC_ALL_REDUCE, reduce_kernel(GC_ALL_REDUCE, gb),
 				 params * gb / G, replica_group(c), pg, se_dtype(c, gb));
 	}
 	if (t.rs_out > 0 && (!c->dry || c->dry_host))
@@ -352,25 +353,12 @@ double synth_bucket_params(const struct synth_in *in)
 	return layout_bucket_params(&in->lay, synth_grad_bytes(in));
 }
 
-/* Each unit's gradient reduced on its own as it completes, no bucket
- * across units: ZeRO-3, and FSDP's and FSDP2's SHARD_GRAD_OP, whose
- * post-backward reduce-scatters each unit's flat parameter
- * (torch/distributed/fsdp/_runtime_utils.py: _post_backward_hook ->
- * _reduce_grad, one reduce-scatter of the handle's FlatParameter; FSDP2's
- * FSDPParamGroup.post_backward -> foreach_reduce, one a group) whatever
- * the sharding strategy; a unit's flat parameter holds every parameter it
- * owns, so a tied head's copy is reduced with the final norm in the last
- * stage's outer unit. */
-static int unit_reduce(const struct layout *l)
-{
-	return l->zero >= 3 || (l->zero == 2 && fsdp_like(l));
-}
-
 /* The gradients of `params` parameters are complete on stage r.  Buckets
  * (DDP, Megatron-LM's grad buffer, DeepSpeed's reduce buckets) fill in the
  * order the backward produces gradients and are reduced when full, during
  * the backward (overlap_grad); ZeRO-3 and FSDP's SHARD_GRAD_OP reduce each
- * unit (a layer: FSDP's wrapping) as it completes (unit_reduce). */
+ * unit (a layer: FSDP's wrapping) as it completes (layout_unit_reduce:
+ * ZeRO-3, FSDP's SHARD_GRAD_OP, Megatron-FSDP's ZeRO-2). */
 static void grad_ready(struct ctx *c, int r, const struct shape *z, double params)
 {
 	struct rankst *k = &c->rk[r];
@@ -379,7 +367,7 @@ static void grad_ready(struct ctx *c, int r, const struct shape *z, double param
 	k->bucket += params;
 	if (!c->in->lay.overlap_grad)
 		return;
-	if (unit_reduce(&c->lay) || k->bucket >= bucket_cap(c)) {
+	if (layout_unit_reduce(&c->lay) || k->bucket >= bucket_cap(c)) {
 		grad_reduce(c, r, z, k->bucket);
 		k->bucket = 0;
 	}
@@ -399,7 +387,7 @@ static void expert_reduce_on(struct ctx *c, int r, const struct shape *z, double
 	se_event_wait(c, r, S_COMPUTE, S_DP);
 	rank_pg(c, "edp", r, pg, sizeof(pg));
 	se_collective_dt(c, r, S_DP, rs ? GC_REDUCE_SCATTER : GC_ALL_REDUCE,
-			 reduce_kernel(c, rs ? GC_REDUCE_SCATTER : GC_ALL_REDUCE), params * gb,
+			 reduce_kernel(rs ? GC_REDUCE_SCATTER : GC_ALL_REDUCE, gb), params * gb,
 			 (struct comm_group){z->edp, z->edp_per_node}, pg, se_dtype(c, gb));
 }
 
@@ -1627,7 +1615,7 @@ int synth_head_colls(const struct synth_in *in, int stage, struct synth_head *h)
 		return 0;
 	/* As unit_fwd gathers head_params (gather, gather_wait) and
 	 * unit_bwd's grad_ready reduces them (grad_reduce: a reduce-scatter
-	 * of their own with overlap_grad under unit_reduce's rule, ZeRO-3 and
+	 * of their own with overlap_grad under layout_unit_reduce's rule, ZeRO-3 and
 	 * FSDP's SHARD_GRAD_OP), with the implementation's copies around. */
 	mem_param_bytes(l, &w, &gb, &o);
 	layout_dp_traits(l, 0, w, gb, &t);
@@ -1635,7 +1623,7 @@ int synth_head_colls(const struct synth_in *in, int stage, struct synth_head *h)
 	h->ag_bytes = first * w;
 	h->ag_in = first / G * t.ag_in;
 	h->ag_out = first * t.ag_out;
-	if (unit_reduce(l) && l->overlap_grad) {
+	if (layout_unit_reduce(l) && l->overlap_grad) {
 		h->rs_bytes = first * t.rs_bytes;
 		h->rs_in = first * t.rs_in;
 		h->rs_out = first / G * t.rs_out;
@@ -1862,8 +1850,9 @@ void ss_optimizer(struct ctx *c, int r, const struct shape *z)
 	 * _allreduce_word_embedding_grads, in finalize_model_grads). */
 	if (tied) {
 		se_event_wait(c, r, S_COMPUTE, S_DP);
-		se_collective_dt(c, r, S_DP, GC_ALL_REDUCE, reduce_kernel(c, GC_ALL_REDUCE), ebytes,
-				 eg, "emb", se_dtype(c, synth_grad_bytes(in)));
+		se_collective_dt(c, r, S_DP, GC_ALL_REDUCE,
+				 reduce_kernel(GC_ALL_REDUCE, synth_grad_bytes(in)), ebytes, eg,
+				 "emb", se_dtype(c, synth_grad_bytes(in)));
 	}
 	if (layout_dpc(&c->lay) > 1 || tied || (z->moe && z->edp > 1))
 		se_event_wait(c, r, S_DP, S_COMPUTE);
