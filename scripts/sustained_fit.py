@@ -35,8 +35,16 @@ are too short to settle by the probe's timeline.  Since session 26 (issue
 last 5 s over probe-h100-mixed's first chunk, `--power` below prints both;
 0.879 before, against the stream's own first 100 ms, already slowed), and
 the sweep's fp8 GEMM rows are timed at their replays' clock (kbench.c,
-sweep_fp8_clock), so their rho below is against the burst model whatever
-their length.  The bf16 ratio, 0.872, stands (the probe's 0.855-0.922).
+sweep_clock), so their rho below is against the burst model whatever
+their length.  Since session 27 (issue 33 item 1) bf16's too: its stream is
+the probe's settled 8192^3 stream against the same kernel's true burst,
+1.3890 / 1.6230 ms = 0.856 (the balance's, 1 - (941.8 - 700) / 1684.9 =
+0.8565; `--power` prints it), its sweep rows are timed by the same rule,
+and the ratio below (0.872 before GH100's bf16 GEMMs took their device
+fixed cost, 0.887 since) is no longer the profile's: it takes the sweep's
+80-200 us kernels as bursts, which by their replays' busy time ran at
+~0.95 of the burst clock (the 8192^3 row: 0.956 against the probe's
+burst).
 
 Also prints rho by the kernel's length (the decline the rule is read
 from) and by the window (calls x time, which does not order it).

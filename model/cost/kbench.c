@@ -929,18 +929,19 @@ static int other_row(struct kbench *kb, const struct kbench_cols *h, char **f, i
 #define KB_SWEEP_CALLS_BEFORE  5
 #define KB_SWEEP_TIMED_REPLAYS 3
 
-/* The clock an fp8 GEMM row of our sweep ran at: the mean of the clock's
- * fall over its timed replays by their busy time, as rows that state their
- * calls (back_to_back: burst up to HW_SUSTAINED_AFTER_S, the stream clock
- * from HW_THROTTLED_AFTER_S).  fp8's stream clock is a settled stream's
- * against the card's true burst (gpu.stream, probe-h100), and no burst
- * table holds its burst where the sweep's rows set it, so its rows take
- * the clock they ran at: the 8192^3 row, 818.1 us, at 0.915 by the rule,
- * 0.928 against the same kernel's burst on the same card (759.4 us,
- * probe-h100-mixed's first chunk; docs/MODEL.md, "Sustained rates").
- * bf16's stream clock (0.872) is the sweep's own long-over-short ratio
- * under the 1 ms rule (HW_SETTLED_KERNEL_S), which its rows keep. */
-static void sweep_fp8_clock(struct kbench_row *r, double calls)
+/* The clock a GEMM row of our sweep ran at, whatever its dtype: the mean
+ * of the clock's fall over its timed replays by their busy time, as rows
+ * that state their calls (back_to_back: burst up to HW_SUSTAINED_AFTER_S,
+ * the stream clock from HW_THROTTLED_AFTER_S).  Each dtype's stream clock
+ * is a settled stream's against the card's true burst (gpu.stream:
+ * probe-h100's last 5 s over the same kernel's first chunk at 1,980 MHz;
+ * bf16 0.856, fp8 0.851), and no burst table holds GH100's GEMMs where the
+ * sweep's rows set them (its fp8 group, its bf16 fixed cost), so its rows
+ * take the clock they ran at: the fp8 8192^3 row, 818.1 us, at 0.915 by
+ * the rule, 0.928 against the same kernel's burst on the same card (759.4
+ * us, probe-h100-mixed's first chunk); bf16's, 1452.6 us, at 0.905, 0.956
+ * against its burst (1389.0 us; docs/MODEL.md, "Sustained rates"). */
+static void sweep_clock(struct kbench_row *r, double calls)
 {
 	double t = r->time_s, a = (KB_SWEEP_CALLS_BEFORE + calls) * t,
 	       b = a + KB_SWEEP_TIMED_REPLAYS * calls * t;
@@ -988,8 +989,8 @@ static int ours_row(struct kbench *kb, const struct kbench_cols *h, char **f, in
 		if (!strcmp(kbench_col(h, f, nf, "timing"), "graph")) {
 			double calls = kbench_num(kbench_col(h, f, nf, "calls"));
 			r.timing = KB_TIME_DEVICE;
-			if (r.dtype == HW_FP8 && calls > 0)
-				sweep_fp8_clock(&r, calls);
+			if (calls > 0)
+				sweep_clock(&r, calls);
 		}
 	} else if (!strcmp(cls, "attention")) {
 		if (!strcmp(be, "efficient") || !strcmp(be, "math")) {

@@ -14,11 +14,12 @@
  * Burst, stream or step: the profiles' kernel parameters are burst rates
  * (a microbenchmark's short run).  A steady stream of one kernel settles
  * at the GPU's power-limited clock for that work (hw_stream) once its
- * kernel runs HW_SETTLED_KERNEL_S (1 ms) or more: our sweep's rows; rows
+ * kernel runs HW_SETTLED_KERNEL_S (1 ms) or more: our sweep's attention
+ * rows; rows
  * whose notes state "N back-to-back calls" (SimuMax's 75) fall towards it
  * by their busy time, from HW_SUSTAINED_AFTER_S (5 ms) to
- * HW_THROTTLED_AFTER_S (25 ms), and so do our sweep's fp8 GEMM rows, by
- * their CUDA-graph replays' calls (kbench.c, sweep_fp8_clock).  A trace's kernels (a training step) run at the
+ * HW_THROTTLED_AFTER_S (25 ms), and so do our sweep's GEMM rows, bf16
+ * and fp8, by their CUDA-graph replays' calls (kbench.c, sweep_clock).  A trace's kernels (a training step) run at the
  * step's sustained clock, that of the dtype its GEMMs ran in (hw_step_clock).  The public maxima (MAMF:
  * iterations separated by L2 flushes, XLA's table, DeepGEMM, cuDNN,
  * FlashAttention) state no such window and are bursts.
@@ -143,8 +144,8 @@ enum kbench_timing { KB_TIME_OTHER, KB_TIME_EVENTS, KB_TIME_DEVICE, KB_TIME_ISOL
  *             step_dtype) (bf16's: hw_sustained);
  *  KB_STREAM  a steady stream of one kernel: our sweep's rows whose
  *             kernel runs HW_SETTLED_KERNEL_S (1 ms) or more, settled
- *             (throttle 1: hw_stream for the row's dtype), its fp8 GEMM
- *             rows aside (their replays' calls, as below); and rows whose
+ *             (throttle 1: hw_stream for the row's dtype), its GEMM rows
+ *             aside (their replays' calls, as below); and rows whose
  *             notes state "N back-to-back calls" (after "W warmup") where
  *             the stream outlasts HW_SUSTAINED_AFTER_S (5 ms): the clock
  *             over the timed calls, W t to (W + N) t for calls of t, taken

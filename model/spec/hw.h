@@ -301,9 +301,11 @@ const struct hw_gemm *hw_gemm_of(const struct hw_profile *hw, int key);
  * ms at FlashAttention's count; 1,965 -> ~1,580 MHz). */
 #define HW_THROTTLED_AFTER_S 25e-3
 
-/* A row of our H100 sweep (tests/data/gpu/kernels.csv) whose kernel runs
- * this long or longer is timed at the stream clock, a shorter one at the
- * burst clock: in that sweep the rate falls with the kernel's own length
+/* An attention row of our H100 sweep (tests/data/gpu/kernels.csv; its
+ * GEMM rows are timed by their replays' calls instead, kbench.c
+ * sweep_clock) whose kernel runs this long or longer is timed at the
+ * stream clock, a shorter one at the burst clock: in that sweep the GEMMs'
+ * rate falls with the kernel's own length
  * at equal windows (bf16, windows of 3.5-5 ms: kernels of 80-200 us at
  * 0.993 of the burst model, of 1.4-1.7 ms at 0.891; those of 3-13 ms, in
  * windows of 9-39 ms, 0.848: scripts/sustained_fit.py, docs/MODEL.md,
