@@ -1763,6 +1763,24 @@ static struct llm mem_small_llm(void)
 			    .vocab = 1000,
 			    .name = ""};
 }
+
+/* The memory tests' layout of that model: tp 1, pp stages, dp 2, ZeRO
+ * zero, mbs 1 x 8 microbatches, 1F1B, flash attention, bf16; each test
+ * sets the rest. */
+static struct layout mem_small_layout(int pp, int zero)
+{
+	return (struct layout){.tp = 1,
+			       .pp = pp,
+			       .dp = 2,
+			       .vp = 1,
+			       .mbs = 1,
+			       .microbatches = 8,
+			       .schedule = LAYOUT_1F1B,
+			       .flash = 1,
+			       .zero = zero,
+			       .dtype = HW_BF16};
+}
+
 /*
  * Every buffer of every stage of a small GPT with tied embeddings on 4
  * stages, by hand.  l 8, h 1024, 16 heads, ffn 4096, s 128, V 1000,
@@ -1806,17 +1824,7 @@ static struct llm mem_small_llm(void)
 static void test_stage_memory(void **state)
 {
 	struct llm m = mem_small_llm();
-	struct layout l = {.tp = 1,
-			   .pp = 4,
-			   .dp = 2,
-			   .vp = 1,
-			   .mbs = 1,
-			   .microbatches = 8,
-			   .schedule = LAYOUT_1F1B,
-			   .flash = 1,
-			   .zero = 1,
-			   .dtype = HW_BF16,
-			   .prefetch = 1};
+	struct layout l = mem_small_layout(4, 1);
 	static const double alloc[4] = {352346112, 329048064, 320135168, 324827136};
 	static const double params[4] = {26347520, 25192448, 25192448, 26218496};
 	static const double acts[4] = {36175872, 26738688, 17825792, 9949184};
@@ -1824,6 +1832,7 @@ static void test_stage_memory(void **state)
 	struct mem_stage st;
 	struct mem_est e;
 	(void)state;
+	l.prefetch = 1;
 	memset(&hw, 0, sizeof(hw));
 	hw.hbm_bytes = 1e9;
 	hw.mem_reserve_bytes = 0.5e9;
@@ -1953,21 +1962,12 @@ static void test_stage_memory(void **state)
 static void test_mfsdp_grad_buckets(void **state)
 {
 	struct llm m = mem_small_llm();
-	struct layout l = {.tp = 1,
-			   .pp = 1,
-			   .dp = 2,
-			   .vp = 1,
-			   .mbs = 1,
-			   .microbatches = 8,
-			   .schedule = LAYOUT_1F1B,
-			   .flash = 1,
-			   .zero = 2,
-			   .dtype = HW_BF16,
-			   .prefetch = 0,
-			   .main_grads = LAYOUT_GRADS_FP32};
+	struct layout l = mem_small_layout(1, 2);
 	struct mem_stage st;
 	struct layout_dp_traits dt;
 	(void)state;
+	l.prefetch = 0;
+	l.main_grads = LAYOUT_GRADS_FP32;
 	layout_dp_traits(&l, 12596224, 2, 4, &dt);
 	assert_int_equal(dt.rs_fifo, 1);
 	assert_rel_close(dt.rs_queue, 1e9, 1e-15);
@@ -2033,16 +2033,7 @@ static void test_mfsdp_grad_buckets(void **state)
 static void test_lowp_grads(void **state)
 {
 	struct llm m = mem_small_llm();
-	struct layout l = {.tp = 1,
-			   .pp = 1,
-			   .dp = 2,
-			   .vp = 1,
-			   .mbs = 1,
-			   .microbatches = 8,
-			   .schedule = LAYOUT_1F1B,
-			   .flash = 1,
-			   .zero = 2,
-			   .dtype = HW_BF16};
+	struct layout l = mem_small_layout(1, 2);
 	const double P = 8 * 12596224.0 + 1157120;
 	struct layout_dp_traits dt;
 	struct mem_stage st;
@@ -2134,23 +2125,14 @@ static void test_lowp_grads(void **state)
 static void test_mfsdp_double_buffer(void **state)
 {
 	struct llm m = mem_small_llm();
-	struct layout l = {.tp = 1,
-			   .pp = 1,
-			   .dp = 2,
-			   .vp = 1,
-			   .mbs = 1,
-			   .microbatches = 8,
-			   .schedule = LAYOUT_1F1B,
-			   .flash = 1,
-			   .zero = 3,
-			   .dtype = HW_BF16,
-			   .prefetch = 4,
-			   .main_grads = LAYOUT_GRADS_FP32,
-			   .fsdp_double_buffer = 1};
+	struct layout l = mem_small_layout(1, 3);
 	const double P = 8 * 12596224.0 + 1157120;
 	struct layout_dp_traits dt;
 	struct mem_stage st;
 	(void)state;
+	l.prefetch = 4;
+	l.main_grads = LAYOUT_GRADS_FP32;
+	l.fsdp_double_buffer = 1;
 	layout_dp_traits(&l, 12596224, 2, 4, &dt);
 	assert_int_equal(dt.pool, 2);
 	assert_int_equal(dt.prefetch, 1);
