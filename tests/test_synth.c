@@ -223,15 +223,41 @@ static const int memo_mbs[] = {1, 2, 4};
 static const int memo_rc[] = {LAYOUT_RECOMPUTE_NONE, LAYOUT_RECOMPUTE_FULL};
 #define MEMO_VARIANTS 6 /* memo_mbs x memo_rc */
 
+/* A memo test's run: its case k and variant v (-1: every variant, in
+ * order, on one thread), first in each test's struct. */
+struct memo_id {
+	int k, v;
+};
+
+/* Case k of a memo test run by fn: warm (every variant in order, the later
+ * ones from the memo) and each of cold[0..n) (variant v alone), each on a
+ * fresh thread (an empty memo); the cold runs lie size bytes apart. */
+static void memo_warm_cold(void *(*fn)(void *), int k, struct memo_id *warm, struct memo_id *cold,
+			   size_t size, int n)
+{
+	pthread_t t;
+	warm->k = k;
+	warm->v = -1;
+	assert_int_equal(pthread_create(&t, NULL, fn, warm), 0);
+	assert_int_equal(pthread_join(t, NULL), 0);
+	for (int v = 0; v < n; v++) {
+		struct memo_id *c = (struct memo_id *)((char *)cold + (size_t)v * size);
+		c->k = k;
+		c->v = v;
+		assert_int_equal(pthread_create(&t, NULL, fn, c), 0);
+		assert_int_equal(pthread_join(t, NULL), 0);
+	}
+}
+
 struct memo_run {
-	int k, v; /* the case, and its variant (-1: all, in order) */
+	struct memo_id id; /* first (memo_warm_cold) */
 	struct synth_stage_host sh[MEMO_VARIANTS][LAYOUT_MAX_STAGES];
 };
 
 static void memo_variant(struct memo_run *m, int v)
 {
 	struct synth_in in;
-	memo_case(&in, m->k, memo_mbs[v / 2], memo_rc[v % 2]);
+	memo_case(&in, m->id.k, memo_mbs[v / 2], memo_rc[v % 2]);
 	synth_stage_host(&in, m->sh[v]);
 }
 
@@ -240,9 +266,9 @@ static void memo_variant(struct memo_run *m, int v)
 static void *memo_thread(void *arg)
 {
 	struct memo_run *m = arg;
-	if (m->v >= 0)
-		memo_variant(m, m->v);
-	for (int v = 0; m->v < 0 && v < MEMO_VARIANTS; v++)
+	if (m->id.v >= 0)
+		memo_variant(m, m->id.v);
+	for (int v = 0; m->id.v < 0 && v < MEMO_VARIANTS; v++)
 		memo_variant(m, v);
 	return NULL;
 }
@@ -263,17 +289,10 @@ static void test_stage_host_memo(void **state)
 	for (int k = 0; k < MEMO_CASES; k++) {
 		static struct memo_run warm, cold[MEMO_VARIANTS];
 		struct synth_in in;
-		pthread_t t;
 		memo_case(&in, k, 1, LAYOUT_RECOMPUTE_NONE);
-		warm.k = k;
-		warm.v = -1;
-		assert_int_equal(pthread_create(&t, NULL, memo_thread, &warm), 0);
-		assert_int_equal(pthread_join(t, NULL), 0);
+		memo_warm_cold(memo_thread, k, &warm.id, &cold[0].id, sizeof(cold[0]),
+			       MEMO_VARIANTS);
 		for (int v = 0; v < MEMO_VARIANTS; v++) {
-			cold[v].k = k;
-			cold[v].v = v;
-			assert_int_equal(pthread_create(&t, NULL, memo_thread, &cold[v]), 0);
-			assert_int_equal(pthread_join(t, NULL), 0);
 			assert_memory_equal(warm.sh[v], cold[v].sh[v],
 					    (size_t)in.lay.pp * sizeof(warm.sh[v][0]));
 		}
@@ -300,14 +319,14 @@ struct hm_times {
 	struct synth_extra_host eh;
 };
 struct hm_run {
-	int k, v; /* the case, and its variant (-1: all, in order) */
+	struct memo_id id; /* first (memo_warm_cold) */
 	struct hm_times t[HM_VARIANTS];
 };
 
 static void hm_variant(struct hm_run *m, int v)
 {
 	struct synth_in in;
-	memo_case(&in, m->k, hm_mbs[v / 3], hm_rc[v % 3]);
+	memo_case(&in, m->id.k, hm_mbs[v / 3], hm_rc[v % 3]);
 	/* each variant at a step clock of its own (a sweep's candidates') */
 	in.clock = 0.9 + 0.01 * v;
 	for (int moe = 0; moe < 2; moe++)
@@ -323,9 +342,9 @@ static void hm_variant(struct hm_run *m, int v)
 static void *hm_thread(void *arg)
 {
 	struct hm_run *m = arg;
-	if (m->v >= 0)
-		hm_variant(m, m->v);
-	for (int v = 0; m->v < 0 && v < HM_VARIANTS; v++)
+	if (m->id.v >= 0)
+		hm_variant(m, m->id.v);
+	for (int v = 0; m->id.v < 0 && v < HM_VARIANTS; v++)
 		hm_variant(m, v);
 	return NULL;
 }
@@ -346,16 +365,8 @@ static void test_host_memo(void **state)
 	(void)state;
 	for (int k = 0; k < MEMO_CASES; k++) {
 		static struct hm_run warm, cold[HM_VARIANTS];
-		pthread_t t;
-		warm.k = k;
-		warm.v = -1;
-		assert_int_equal(pthread_create(&t, NULL, hm_thread, &warm), 0);
-		assert_int_equal(pthread_join(t, NULL), 0);
+		memo_warm_cold(hm_thread, k, &warm.id, &cold[0].id, sizeof(cold[0]), HM_VARIANTS);
 		for (int v = 0; v < HM_VARIANTS; v++) {
-			cold[v].k = k;
-			cold[v].v = v;
-			assert_int_equal(pthread_create(&t, NULL, hm_thread, &cold[v]), 0);
-			assert_int_equal(pthread_join(t, NULL), 0);
 			assert_memory_equal(&warm.t[v], &cold[v].t[v], sizeof(warm.t[v]));
 		}
 		for (int v = 0; v < HM_VARIANTS; v++) {
@@ -387,16 +398,17 @@ static void tp_variant(struct synth_in *in, int k, int v)
 }
 
 struct tp_run {
-	int k, v; /* the case, and its variant (-1: all, in order) */
+	struct memo_id id; /* first (memo_warm_cold) */
 	double t[TP_VARIANTS][2];
 };
 
 static void *tp_thread(void *arg)
 {
 	struct tp_run *m = arg;
-	for (int v = m->v < 0 ? 0 : m->v; v < (m->v < 0 ? TP_VARIANTS : m->v + 1); v++) {
+	for (int v = m->id.v < 0 ? 0 : m->id.v; v < (m->id.v < 0 ? TP_VARIANTS : m->id.v + 1);
+	     v++) {
 		struct synth_in in;
-		tp_variant(&in, m->k, v);
+		tp_variant(&in, m->id.k, v);
 		m->t[v][1] = synth_layer_tp_s(&in, &m->t[v][0]);
 	}
 	return NULL;
@@ -416,16 +428,8 @@ static void test_tp_memo(void **state)
 	(void)state;
 	for (int k = 0; k < MEMO_CASES; k++) {
 		static struct tp_run warm, cold[TP_VARIANTS];
-		pthread_t t;
-		warm.k = k;
-		warm.v = -1;
-		assert_int_equal(pthread_create(&t, NULL, tp_thread, &warm), 0);
-		assert_int_equal(pthread_join(t, NULL), 0);
+		memo_warm_cold(tp_thread, k, &warm.id, &cold[0].id, sizeof(cold[0]), TP_VARIANTS);
 		for (int v = 0; v < TP_VARIANTS; v++) {
-			cold[v].k = k;
-			cold[v].v = v;
-			assert_int_equal(pthread_create(&t, NULL, tp_thread, &cold[v]), 0);
-			assert_int_equal(pthread_join(t, NULL), 0);
 			assert_memory_equal(warm.t[v], cold[v].t[v], sizeof(warm.t[v]));
 			assert_memory_equal(cold[v].t[v], cold[0].t[0], sizeof(cold[0].t[0]));
 		}
@@ -463,16 +467,17 @@ static void tk_variant(struct synth_in *in, int k, int v)
 }
 
 struct tk_run {
-	int k, v; /* the case, and its variant (-1: all, in order) */
+	struct memo_id id; /* first (memo_warm_cold) */
 	double t[TK_VARIANTS][5];
 };
 
 static void *tk_thread(void *arg)
 {
 	struct tk_run *m = arg;
-	for (int v = m->v < 0 ? 0 : m->v; v < (m->v < 0 ? TK_VARIANTS : m->v + 1); v++) {
+	for (int v = m->id.v < 0 ? 0 : m->id.v; v < (m->id.v < 0 ? TK_VARIANTS : m->id.v + 1);
+	     v++) {
 		struct synth_in in;
-		tk_variant(&in, m->k, v);
+		tk_variant(&in, m->id.k, v);
 		synth_layer_times(&in, &m->t[v][0], &m->t[v][1], &m->t[v][2]);
 		synth_extra_times(&in, &m->t[v][3], &m->t[v][4]);
 	}
@@ -492,16 +497,8 @@ static void test_times_key(void **state)
 	(void)state;
 	for (int k = 0; k < MEMO_CASES; k++) {
 		static struct tk_run warm, cold[TK_VARIANTS];
-		pthread_t t;
-		warm.k = k;
-		warm.v = -1;
-		assert_int_equal(pthread_create(&t, NULL, tk_thread, &warm), 0);
-		assert_int_equal(pthread_join(t, NULL), 0);
+		memo_warm_cold(tk_thread, k, &warm.id, &cold[0].id, sizeof(cold[0]), TK_VARIANTS);
 		for (int v = 0; v < TK_VARIANTS; v++) {
-			cold[v].k = k;
-			cold[v].v = v;
-			assert_int_equal(pthread_create(&t, NULL, tk_thread, &cold[v]), 0);
-			assert_int_equal(pthread_join(t, NULL), 0);
 			assert_memory_equal(warm.t[v], cold[v].t[v], sizeof(warm.t[v]));
 			assert_memory_equal(cold[v].t[v], cold[0].t[0], sizeof(cold[0].t[0]));
 		}
@@ -524,16 +521,17 @@ static void bm_variant(struct synth_in *in, int k, int v)
 }
 
 struct bm_run {
-	int k, v; /* the case, and its variant (-1: all, in order) */
+	struct memo_id id; /* first (memo_warm_cold) */
 	double t[BM_VARIANTS];
 };
 
 static void *bm_thread(void *arg)
 {
 	struct bm_run *m = arg;
-	for (int v = m->v < 0 ? 0 : m->v; v < (m->v < 0 ? BM_VARIANTS : m->v + 1); v++) {
+	for (int v = m->id.v < 0 ? 0 : m->id.v; v < (m->id.v < 0 ? BM_VARIANTS : m->id.v + 1);
+	     v++) {
 		struct synth_in in;
-		bm_variant(&in, m->k, v);
+		bm_variant(&in, m->id.k, v);
 		m->t[v] = synth_lower_bound(&in);
 	}
 	return NULL;
@@ -554,16 +552,8 @@ static void test_bound_mem_memo(void **state)
 	(void)state;
 	for (int k = 0; k < MEMO_CASES; k++) {
 		static struct bm_run warm, cold[BM_VARIANTS];
-		pthread_t t;
-		warm.k = k;
-		warm.v = -1;
-		assert_int_equal(pthread_create(&t, NULL, bm_thread, &warm), 0);
-		assert_int_equal(pthread_join(t, NULL), 0);
+		memo_warm_cold(bm_thread, k, &warm.id, &cold[0].id, sizeof(cold[0]), BM_VARIANTS);
 		for (int v = 0; v < BM_VARIANTS; v++) {
-			cold[v].k = k;
-			cold[v].v = v;
-			assert_int_equal(pthread_create(&t, NULL, bm_thread, &cold[v]), 0);
-			assert_int_equal(pthread_join(t, NULL), 0);
 			assert_true(cold[v].t[v] > 0);
 			assert_true(warm.t[v] == cold[v].t[v]);
 		}
