@@ -334,8 +334,9 @@ double hw_stream(const struct hw_profile *hw, int dtype);
  * attention's share of the busy time, the rest memory-bound kernels.  Our
  * H100's l16-h4096-m4 (tests/data/gpu; GPU busy 98 % of the step):
  * 73 %.  It relates a stream's clock to a step's, step = 1 - (1 - stream)
- * x phi: H100's bf16 stream 0.872 gives 0.907 against the step's measured
- * 0.913 (docs/MODEL.md, "Sustained rates"). */
+ * x phi: H100's bf16 stream 0.872 (stated until session 27; 0.856 since,
+ * against the true burst) gave 0.907 against the step's measured 0.913
+ * (docs/MODEL.md, "Sustained rates"). */
 #define HW_STEP_COMPUTE_SHARE 0.73
 
 /* The clock a training step whose GEMMs run in dtype settles at under
