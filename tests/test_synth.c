@@ -224,27 +224,50 @@ static const int memo_rc[] = {LAYOUT_RECOMPUTE_NONE, LAYOUT_RECOMPUTE_FULL};
 #define MEMO_VARIANTS 6 /* memo_mbs x memo_rc */
 
 /* A memo test's run: its case k and variant v (-1: every variant, in
- * order, on one thread), first in each test's struct. */
+ * order, on one thread), first in each test's struct; variant(id, v)
+ * computes variant v into the struct id heads. */
 struct memo_id {
 	int k, v;
+	void (*variant)(struct memo_id *id, int v);
 };
 
-/* Case k of a memo test run by fn: warm (every variant in order, the later
- * ones from the memo) and each of cold[0..n) (variant v alone), each on a
- * fresh thread (an empty memo); the cold runs lie size bytes apart. */
-static void memo_warm_cold(void *(*fn)(void *), int k, struct memo_id *warm, struct memo_id *cold,
-			   size_t size, int n)
+/* Run on a thread of its own: a memo of its own, empty (variant v cold),
+ * or (v -1) every variant of n in order, the later ones from it. */
+struct memo_thread_arg {
+	struct memo_id *id;
+	int n;
+};
+
+static void *memo_thread(void *arg)
+{
+	const struct memo_thread_arg *a = arg;
+	struct memo_id *id = a->id;
+	for (int v = id->v < 0 ? 0 : id->v; v < (id->v < 0 ? a->n : id->v + 1); v++)
+		id->variant(id, v);
+	return NULL;
+}
+
+/* Case k of a memo test whose variants variant computes: warm (every
+ * variant in order, the later ones from the memo) and each of cold[0..n)
+ * (variant v alone), each on a fresh thread (an empty memo); the cold runs
+ * lie size bytes apart. */
+static void memo_warm_cold(void (*variant)(struct memo_id *, int), int k, struct memo_id *warm,
+			   struct memo_id *cold, size_t size, int n)
 {
 	pthread_t t;
+	struct memo_thread_arg a = {warm, n};
 	warm->k = k;
 	warm->v = -1;
-	assert_int_equal(pthread_create(&t, NULL, fn, warm), 0);
+	warm->variant = variant;
+	assert_int_equal(pthread_create(&t, NULL, memo_thread, &a), 0);
 	assert_int_equal(pthread_join(t, NULL), 0);
 	for (int v = 0; v < n; v++) {
 		struct memo_id *c = (struct memo_id *)((char *)cold + (size_t)v * size);
 		c->k = k;
 		c->v = v;
-		assert_int_equal(pthread_create(&t, NULL, fn, c), 0);
+		c->variant = variant;
+		a.id = c;
+		assert_int_equal(pthread_create(&t, NULL, memo_thread, &a), 0);
 		assert_int_equal(pthread_join(t, NULL), 0);
 	}
 }
@@ -254,23 +277,12 @@ struct memo_run {
 	struct synth_stage_host sh[MEMO_VARIANTS][LAYOUT_MAX_STAGES];
 };
 
-static void memo_variant(struct memo_run *m, int v)
+static void memo_variant(struct memo_id *id, int v)
 {
+	struct memo_run *m = (struct memo_run *)id;
 	struct synth_in in;
 	memo_case(&in, m->id.k, memo_mbs[v / 2], memo_rc[v % 2]);
 	synth_stage_host(&in, m->sh[v]);
-}
-
-/* Run on a thread of its own: a memo of its own, empty (the variant
- * cold), or (v -1) every variant in order, the later ones from it. */
-static void *memo_thread(void *arg)
-{
-	struct memo_run *m = arg;
-	if (m->id.v >= 0)
-		memo_variant(m, m->id.v);
-	for (int v = 0; m->id.v < 0 && v < MEMO_VARIANTS; v++)
-		memo_variant(m, v);
-	return NULL;
 }
 
 /*
@@ -290,7 +302,7 @@ static void test_stage_host_memo(void **state)
 		static struct memo_run warm, cold[MEMO_VARIANTS];
 		struct synth_in in;
 		memo_case(&in, k, 1, LAYOUT_RECOMPUTE_NONE);
-		memo_warm_cold(memo_thread, k, &warm.id, &cold[0].id, sizeof(cold[0]),
+		memo_warm_cold(memo_variant, k, &warm.id, &cold[0].id, sizeof(cold[0]),
 			       MEMO_VARIANTS);
 		for (int v = 0; v < MEMO_VARIANTS; v++) {
 			assert_memory_equal(warm.sh[v], cold[v].sh[v],
@@ -323,8 +335,9 @@ struct hm_run {
 	struct hm_times t[HM_VARIANTS];
 };
 
-static void hm_variant(struct hm_run *m, int v)
+static void hm_variant(struct memo_id *id, int v)
 {
+	struct hm_run *m = (struct hm_run *)id;
 	struct synth_in in;
 	memo_case(&in, m->id.k, hm_mbs[v / 3], hm_rc[v % 3]);
 	/* each variant at a step clock of its own (a sweep's candidates') */
@@ -337,16 +350,6 @@ static void hm_variant(struct hm_run *m, int v)
 		}
 	in.acc_elem_bytes = -1;
 	synth_extra_host(&in, &m->t[v].eh);
-}
-
-static void *hm_thread(void *arg)
-{
-	struct hm_run *m = arg;
-	if (m->id.v >= 0)
-		hm_variant(m, m->id.v);
-	for (int v = 0; m->id.v < 0 && v < HM_VARIANTS; v++)
-		hm_variant(m, v);
-	return NULL;
 }
 
 /*
@@ -365,7 +368,7 @@ static void test_host_memo(void **state)
 	(void)state;
 	for (int k = 0; k < MEMO_CASES; k++) {
 		static struct hm_run warm, cold[HM_VARIANTS];
-		memo_warm_cold(hm_thread, k, &warm.id, &cold[0].id, sizeof(cold[0]), HM_VARIANTS);
+		memo_warm_cold(hm_variant, k, &warm.id, &cold[0].id, sizeof(cold[0]), HM_VARIANTS);
 		for (int v = 0; v < HM_VARIANTS; v++) {
 			assert_memory_equal(&warm.t[v], &cold[v].t[v], sizeof(warm.t[v]));
 		}
@@ -402,16 +405,12 @@ struct tp_run {
 	double t[TP_VARIANTS][2];
 };
 
-static void *tp_thread(void *arg)
+static void tp_run_variant(struct memo_id *id, int v)
 {
-	struct tp_run *m = arg;
-	for (int v = m->id.v < 0 ? 0 : m->id.v; v < (m->id.v < 0 ? TP_VARIANTS : m->id.v + 1);
-	     v++) {
-		struct synth_in in;
-		tp_variant(&in, m->id.k, v);
-		m->t[v][1] = synth_layer_tp_s(&in, &m->t[v][0]);
-	}
-	return NULL;
+	struct tp_run *m = (struct tp_run *)id;
+	struct synth_in in;
+	tp_variant(&in, m->id.k, v);
+	m->t[v][1] = synth_layer_tp_s(&in, &m->t[v][0]);
 }
 
 /*
@@ -428,7 +427,8 @@ static void test_tp_memo(void **state)
 	(void)state;
 	for (int k = 0; k < MEMO_CASES; k++) {
 		static struct tp_run warm, cold[TP_VARIANTS];
-		memo_warm_cold(tp_thread, k, &warm.id, &cold[0].id, sizeof(cold[0]), TP_VARIANTS);
+		memo_warm_cold(tp_run_variant, k, &warm.id, &cold[0].id, sizeof(cold[0]),
+			       TP_VARIANTS);
 		for (int v = 0; v < TP_VARIANTS; v++) {
 			assert_memory_equal(warm.t[v], cold[v].t[v], sizeof(warm.t[v]));
 			assert_memory_equal(cold[v].t[v], cold[0].t[0], sizeof(cold[0].t[0]));
@@ -471,17 +471,13 @@ struct tk_run {
 	double t[TK_VARIANTS][5];
 };
 
-static void *tk_thread(void *arg)
+static void tk_run_variant(struct memo_id *id, int v)
 {
-	struct tk_run *m = arg;
-	for (int v = m->id.v < 0 ? 0 : m->id.v; v < (m->id.v < 0 ? TK_VARIANTS : m->id.v + 1);
-	     v++) {
-		struct synth_in in;
-		tk_variant(&in, m->id.k, v);
-		synth_layer_times(&in, &m->t[v][0], &m->t[v][1], &m->t[v][2]);
-		synth_extra_times(&in, &m->t[v][3], &m->t[v][4]);
-	}
-	return NULL;
+	struct tk_run *m = (struct tk_run *)id;
+	struct synth_in in;
+	tk_variant(&in, m->id.k, v);
+	synth_layer_times(&in, &m->t[v][0], &m->t[v][1], &m->t[v][2]);
+	synth_extra_times(&in, &m->t[v][3], &m->t[v][4]);
 }
 
 /*
@@ -497,7 +493,8 @@ static void test_times_key(void **state)
 	(void)state;
 	for (int k = 0; k < MEMO_CASES; k++) {
 		static struct tk_run warm, cold[TK_VARIANTS];
-		memo_warm_cold(tk_thread, k, &warm.id, &cold[0].id, sizeof(cold[0]), TK_VARIANTS);
+		memo_warm_cold(tk_run_variant, k, &warm.id, &cold[0].id, sizeof(cold[0]),
+			       TK_VARIANTS);
 		for (int v = 0; v < TK_VARIANTS; v++) {
 			assert_memory_equal(warm.t[v], cold[v].t[v], sizeof(warm.t[v]));
 			assert_memory_equal(cold[v].t[v], cold[0].t[0], sizeof(cold[0].t[0]));
@@ -525,16 +522,12 @@ struct bm_run {
 	double t[BM_VARIANTS];
 };
 
-static void *bm_thread(void *arg)
+static void bm_run_variant(struct memo_id *id, int v)
 {
-	struct bm_run *m = arg;
-	for (int v = m->id.v < 0 ? 0 : m->id.v; v < (m->id.v < 0 ? BM_VARIANTS : m->id.v + 1);
-	     v++) {
-		struct synth_in in;
-		bm_variant(&in, m->id.k, v);
-		m->t[v] = synth_lower_bound(&in);
-	}
-	return NULL;
+	struct bm_run *m = (struct bm_run *)id;
+	struct synth_in in;
+	bm_variant(&in, m->id.k, v);
+	m->t[v] = synth_lower_bound(&in);
 }
 
 /*
@@ -552,7 +545,8 @@ static void test_bound_mem_memo(void **state)
 	(void)state;
 	for (int k = 0; k < MEMO_CASES; k++) {
 		static struct bm_run warm, cold[BM_VARIANTS];
-		memo_warm_cold(bm_thread, k, &warm.id, &cold[0].id, sizeof(cold[0]), BM_VARIANTS);
+		memo_warm_cold(bm_run_variant, k, &warm.id, &cold[0].id, sizeof(cold[0]),
+			       BM_VARIANTS);
 		for (int v = 0; v < BM_VARIANTS; v++) {
 			assert_true(cold[v].t[v] > 0);
 			assert_true(warm.t[v] == cold[v].t[v]);
