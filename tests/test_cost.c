@@ -2025,8 +2025,11 @@ static void test_mfsdp_grad_buckets(void **state)
  *    optimizer 12P / 2; at the step the fp32 copy of the partition 4P /
  *    2, activations freed: 2P + 2P + 6P + 2P + 32 MiB = 12P + 33,554,432
  *    = 1,256,677,376, above the backward's 10P + its activations.  With
- *    main_grads fp32 (the BF16_Optimizer's fp32 gradients): 4P, no copy,
- *    the backward's peak.
+ *    main_grads fp32, DeepSpeed's BF16_Optimizer (bf16_optimizer.py): its
+ *    fp32 gradient buffer of the whole model (4P) and the parameters' bf16
+ *    .grad it keeps (2P, zeroed each micro step, not freed): 6P, no copy
+ *    (the step reads the fp32 buffer's partition), the backward's peak
+ *    2P + 6P + 6P + activations.
  *  - Megatron-FSDP ZeRO-2 with --use-precision-aware-optimizer reads its
  *    bf16 shard (decoupled_grad): no copy.
  */
@@ -2103,11 +2106,25 @@ static void test_lowp_grads(void **state)
 	assert_rel_close(st.logits, 0, 1e-15);
 	assert_rel_close(st.transient, 2 * P + MEM_CUBLAS_WORKSPACE, 1e-15);
 	assert_rel_close(st.allocated, 1256677376.0, 1e-15);
+	layout_dp_traits(&l, 12596224, 2, 2, &dt);
+	assert_rel_close(dt.lp_grad, 0, 1e-15);
 	l.main_grads = LAYOUT_GRADS_FP32;
+	layout_dp_traits(&l, 12596224, 2, 4, &dt);
+	assert_rel_close(dt.lp_grad, 2, 1e-15);
+	assert_rel_close(dt.step_cast, 0, 1e-15);
 	mem_stage(&m, &l, NULL, 0, &st);
-	assert_rel_close(st.grads, 4 * P, 1e-15);
+	assert_rel_close(st.grads, 6 * P, 1e-15);
 	assert_true(st.activations > 0);
-	assert_rel_close(st.allocated, 12 * P + st.activations + st.transient, 1e-15);
+	assert_rel_close(st.allocated, 14 * P + st.activations + st.transient, 1e-15);
+	/* The distributed optimizer and DeepSpeed's ZeRO-3 keep no second
+	 * gradient. */
+	l.zero = 3;
+	layout_dp_traits(&l, 12596224, 2, 4, &dt);
+	assert_rel_close(dt.lp_grad, 0, 1e-15);
+	l.zero = 1;
+	l.dp_impl = LAYOUT_DP_MEGATRON;
+	layout_dp_traits(&l, 12596224, 2, 4, &dt);
+	assert_rel_close(dt.lp_grad, 0, 1e-15);
 }
 
 /*

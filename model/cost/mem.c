@@ -1106,7 +1106,7 @@ void mem_stage(const struct llm *m, const struct layout *l, const struct hw_prof
 	/* Megatron-FSDP's gradient buckets (layout_dp_traits rs_fifo): each
 	 * chunk's most beyond the activations a backward frees (gk). */
 	int fifo, pool;
-	double rs_queue, gk[LAYOUT_MAX_VP] = {0}, pooled = 0;
+	double rs_queue, gk[LAYOUT_MAX_VP] = {0}, pooled = 0, lp_grad;
 
 	memset(out, 0, sizeof(*out));
 	stage_params(m, l, s, &pa);
@@ -1131,6 +1131,7 @@ void mem_stage(const struct llm *m, const struct layout *l, const struct hw_prof
 		fifo = gt.rs_fifo && l->zero >= 2 && shard > 1;
 		rs_queue = gt.rs_queue;
 		pool = fifo ? gt.pool : 0;
+		lp_grad = gt.lp_grad;
 	}
 	if (llm_moe_layers(m) > 0) {
 		/* Mixture-of-experts: the experts' share is sharded over the
@@ -1176,6 +1177,10 @@ void mem_stage(const struct llm *m, const struct layout *l, const struct hw_prof
 			    (dt.pool > 0 ? dt.pool : dt.prefetch + 1 + dt.ag_extra) * layer * wb +
 			    (emb + head) * wb;
 	}
+
+	/* DeepSpeed's BF16_Optimizer's bf16 .grad beside its fp32 buffer
+	 * (layout_dp_traits lp_grad; ZeRO-1: whole). */
+	out->grads += lp_grad * out->train;
 
 	if (fifo) {
 		/* Each chunk's layers' trained parameters a layer (the
