@@ -2012,6 +2012,52 @@ static void test_mfsdp_grad_buckets(void **state)
 }
 
 /*
+ * Context parallelism's ring in memory (mem.c cp_ring_bytes; docs/MODEL.md
+ * "Context parallelism's memory"): the small model at s 4096, cp 8 (p2p),
+ * pp 1, ZeRO-0, b s / cp = 512 tokens a rank, K and V kv = 2 x 512 x 16 x
+ * 64 = 1,048,576 values, Q q = 524,288; n = 8 ranks.  The working memory
+ * is the last stage's logits (2 x 512 x 1000 = 1,024,000), cuBLAS's
+ * workspace and the ring's, the more of Transformer Engine's forward and
+ * backward:
+ *  - bf16: forward 8 kv x 2 = 16,777,216 (every block received kept by
+ *    p2p_comm_buffers), backward (4 kv + q) x 2 = 9,437,184: 16,777,216;
+ *  - fp8 attention, fp8 delayed: forward 8 kv x 1 = 8,388,608; backward
+ *    kv (kv_recv_buffer) + 2 x 8 kv (dkv send and receive, uint8) + 8 q
+ *    (dq_buffer, uint8) = 17 kv + 8 q = 22,020,096;
+ *  - current scaling: kv + 16 kv + 4 (q + kv) (fp32 dq and dkv buffers)
+ *    = 24,117,248;
+ *  - mxfp8: K and V cross in bf16 (kv_recv_buffer 2 kv), the rest as
+ *    current's: 2 kv + 16 kv + 4 (q + kv) = 25,165,824; forward 8 kv x 2
+ *    = 16,777,216 below it.
+ */
+static void test_cp_ring_memory(void **state)
+{
+	static const struct {
+		int dtype, fp8a, recipe;
+		double ring;
+	} c[] = {
+	    {HW_BF16, 0, LAYOUT_FP8_DELAYED, 16777216},
+	    {HW_FP8, 1, LAYOUT_FP8_DELAYED, 22020096},
+	    {HW_FP8, 1, LAYOUT_FP8_CURRENT, 24117248},
+	    {HW_FP8, 1, LAYOUT_FP8_MXFP8, 25165824},
+	};
+	struct llm m = mem_small_llm();
+	struct layout l = mem_small_layout(1, 0);
+	struct mem_stage st;
+	(void)state;
+	m.seq = 4096;
+	l.cp = 8;
+	l.cp_comm = LAYOUT_CP_P2P;
+	for (size_t i = 0; i < sizeof(c) / sizeof(c[0]); i++) {
+		l.dtype = c[i].dtype;
+		l.fp8_attention = c[i].fp8a;
+		l.fp8_recipe = c[i].recipe;
+		mem_stage(&m, &l, NULL, 0, &st);
+		assert_rel_close(st.transient, 1024000 + MEM_CUBLAS_WORKSPACE + c[i].ring, 1e-15);
+	}
+}
+
+/*
  * Main gradients' dtype (layout_lowp_grads; docs/MODEL.md "Main gradients'
  * dtype") and the optimizer step's fp32 copy of them, on
  * test_mfsdp_grad_buckets' stage: P = 8L + E = 101,926,912 parameters (L
@@ -4195,6 +4241,7 @@ int main(void)
 	    cmocka_unit_test(test_mfsdp_grad_buckets),
 	    cmocka_unit_test(test_lowp_grads),
 	    cmocka_unit_test(test_mfsdp_double_buffer),
+	    cmocka_unit_test(test_cp_ring_memory),
 	    cmocka_unit_test(test_inflight),
 	    cmocka_unit_test(test_analytic_small),
 	    cmocka_unit_test(test_analytic_zero3_tp),
