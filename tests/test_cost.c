@@ -2012,6 +2012,52 @@ static void test_mfsdp_grad_buckets(void **state)
 }
 
 /*
+ * Context parallelism's ring in memory (mem.c cp_ring_bytes; docs/MODEL.md
+ * "Context parallelism's memory"): the small model at s 4096, cp 8 (p2p),
+ * pp 1, ZeRO-0, b s / cp = 512 tokens a rank, K and V kv = 2 x 512 x 16 x
+ * 64 = 1,048,576 values, Q q = 524,288; n = 8 ranks.  The working memory
+ * is the last stage's logits (2 x 512 x 1000 = 1,024,000), cuBLAS's
+ * workspace and the ring's, the more of Transformer Engine's forward and
+ * backward:
+ *  - bf16: forward 8 kv x 2 = 16,777,216 (every block received kept by
+ *    p2p_comm_buffers), backward (4 kv + q) x 2 = 9,437,184: 16,777,216;
+ *  - fp8 attention, fp8 delayed: forward 8 kv x 1 = 8,388,608; backward
+ *    kv (kv_recv_buffer) + 2 x 8 kv (dkv send and receive, uint8) + 8 q
+ *    (dq_buffer, uint8) = 17 kv + 8 q = 22,020,096;
+ *  - current scaling: kv + 16 kv + 4 (q + kv) (fp32 dq and dkv buffers)
+ *    = 24,117,248;
+ *  - mxfp8: K and V cross in bf16 (kv_recv_buffer 2 kv), the rest as
+ *    current's: 2 kv + 16 kv + 4 (q + kv) = 25,165,824; forward 8 kv x 2
+ *    = 16,777,216 below it.
+ */
+static void test_cp_ring_memory(void **state)
+{
+	static const struct {
+		int dtype, fp8a, recipe;
+		double ring;
+	} c[] = {
+	    {HW_BF16, 0, LAYOUT_FP8_DELAYED, 16777216},
+	    {HW_FP8, 1, LAYOUT_FP8_DELAYED, 22020096},
+	    {HW_FP8, 1, LAYOUT_FP8_CURRENT, 24117248},
+	    {HW_FP8, 1, LAYOUT_FP8_MXFP8, 25165824},
+	};
+	struct llm m = mem_small_llm();
+	struct layout l = mem_small_layout(1, 0);
+	struct mem_stage st;
+	(void)state;
+	m.seq = 4096;
+	l.cp = 8;
+	l.cp_comm = LAYOUT_CP_P2P;
+	for (size_t i = 0; i < sizeof(c) / sizeof(c[0]); i++) {
+		l.dtype = c[i].dtype;
+		l.fp8_attention = c[i].fp8a;
+		l.fp8_recipe = c[i].recipe;
+		mem_stage(&m, &l, NULL, 0, &st);
+		assert_rel_close(st.transient, 1024000 + MEM_CUBLAS_WORKSPACE + c[i].ring, 1e-15);
+	}
+}
+
+/*
  * Main gradients' dtype (layout_lowp_grads; docs/MODEL.md "Main gradients'
  * dtype") and the optimizer step's fp32 copy of them, on
  * test_mfsdp_grad_buckets' stage: P = 8L + E = 101,926,912 parameters (L
@@ -2025,8 +2071,11 @@ static void test_mfsdp_grad_buckets(void **state)
  *    optimizer 12P / 2; at the step the fp32 copy of the partition 4P /
  *    2, activations freed: 2P + 2P + 6P + 2P + 32 MiB = 12P + 33,554,432
  *    = 1,256,677,376, above the backward's 10P + its activations.  With
- *    main_grads fp32 (the BF16_Optimizer's fp32 gradients): 4P, no copy,
- *    the backward's peak.
+ *    main_grads fp32, DeepSpeed's BF16_Optimizer (bf16_optimizer.py): its
+ *    fp32 gradient buffer of the whole model (4P) and the parameters' bf16
+ *    .grad it keeps (2P, zeroed each micro step, not freed): 6P, no copy
+ *    (the step reads the fp32 buffer's partition), the backward's peak
+ *    2P + 6P + 6P + activations.
  *  - Megatron-FSDP ZeRO-2 with --use-precision-aware-optimizer reads its
  *    bf16 shard (decoupled_grad): no copy.
  */
@@ -2103,11 +2152,25 @@ static void test_lowp_grads(void **state)
 	assert_rel_close(st.logits, 0, 1e-15);
 	assert_rel_close(st.transient, 2 * P + MEM_CUBLAS_WORKSPACE, 1e-15);
 	assert_rel_close(st.allocated, 1256677376.0, 1e-15);
+	layout_dp_traits(&l, 12596224, 2, 2, &dt);
+	assert_rel_close(dt.lp_grad, 0, 1e-15);
 	l.main_grads = LAYOUT_GRADS_FP32;
+	layout_dp_traits(&l, 12596224, 2, 4, &dt);
+	assert_rel_close(dt.lp_grad, 2, 1e-15);
+	assert_rel_close(dt.step_cast, 0, 1e-15);
 	mem_stage(&m, &l, NULL, 0, &st);
-	assert_rel_close(st.grads, 4 * P, 1e-15);
+	assert_rel_close(st.grads, 6 * P, 1e-15);
 	assert_true(st.activations > 0);
-	assert_rel_close(st.allocated, 12 * P + st.activations + st.transient, 1e-15);
+	assert_rel_close(st.allocated, 14 * P + st.activations + st.transient, 1e-15);
+	/* The distributed optimizer and DeepSpeed's ZeRO-3 keep no second
+	 * gradient. */
+	l.zero = 3;
+	layout_dp_traits(&l, 12596224, 2, 4, &dt);
+	assert_rel_close(dt.lp_grad, 0, 1e-15);
+	l.zero = 1;
+	l.dp_impl = LAYOUT_DP_MEGATRON;
+	layout_dp_traits(&l, 12596224, 2, 4, &dt);
+	assert_rel_close(dt.lp_grad, 0, 1e-15);
 }
 
 /*
@@ -4178,6 +4241,7 @@ int main(void)
 	    cmocka_unit_test(test_mfsdp_grad_buckets),
 	    cmocka_unit_test(test_lowp_grads),
 	    cmocka_unit_test(test_mfsdp_double_buffer),
+	    cmocka_unit_test(test_cp_ring_memory),
 	    cmocka_unit_test(test_inflight),
 	    cmocka_unit_test(test_analytic_small),
 	    cmocka_unit_test(test_analytic_zero3_tp),

@@ -575,6 +575,29 @@ static void test_round_trip(void **state)
 				 fw != FRAME_TORCHTITAN);
 		if (fw != FRAME_TORCHTITAN)
 			round_trip(fw, &dense, &l);
+		/* the main gradients' dtype: Megatron-LM's --grad-reduce-in-bf16
+		 * and --accumulate-allreduce-grads-in-fp32 under DDP and the
+		 * distributed optimizer, --megatron-fsdp-main-grads-dtype under
+		 * Megatron-FSDP; Bridge's mixed_precision.grad_reduce_in_fp32
+		 * (DDP and the distributed optimizer only); Megatron-FSDP's
+		 * double buffers, Megatron-LM's and Bridge's; torchtitan has
+		 * none of them */
+		for (int z = 0; z <= 3; z++)
+			for (int g = LAYOUT_GRADS_FP32; g <= LAYOUT_GRADS_BF16; g++) {
+				layout_default(&l);
+				l.dp = 8;
+				l.zero = z;
+				l.main_grads = g;
+				l.fsdp_double_buffer = z >= 2 && g == LAYOUT_GRADS_FP32;
+				assert_int_equal(frame_expresses(fw, LK_main_grads, &dense, &l),
+						 fw == FRAME_MEGATRON ||
+						     (fw == FRAME_BRIDGE && z < 2));
+				assert_int_equal(
+				    frame_expresses(fw, LK_fsdp_double_buffer, &dense, &l),
+				    fw != FRAME_TORCHTITAN);
+				if (fw != FRAME_TORCHTITAN)
+					round_trip(fw, &dense, &l);
+			}
 		/* full recompute, ZeRO-3, fp16 or fp32, no flash, embed-loss,
 		 * no pipeline overlap; a head_dim of its own */
 		layout_default(&l);
@@ -814,6 +837,118 @@ static void test_no_dropout(void **state)
 			if (c[i].want)
 				assert_true(given & LK_BIT(LK_fp32_residual));
 		}
+	}
+}
+
+/*
+ * The main gradients' dtype and Megatron-FSDP's double buffers read back
+ * as each implementation reads its options (settle_grads): Megatron-LM's
+ * --grad-reduce-in-bf16 and --accumulate-allreduce-grads-in-fp32
+ * (arguments.py) under DDP and the distributed optimizer;
+ * --megatron-fsdp-main-grads-dtype under Megatron-FSDP, which the former
+ * do not reach (mcore_fsdp_adapter.py); Bridge's
+ * mixed_precision.grad_reduce_in_fp32, which MixedPrecisionConfig.setup
+ * writes over ddp.grad_reduce_in_fp32; --fsdp-double-buffer,
+ * ddp.fsdp_double_buffer, and --nccl-ub or the max-pool double buffer that
+ * turn it on under Megatron-FSDP.  Contradictions are refused, naming the
+ * options; options without effect are read with a warning.
+ */
+static void test_main_grads_import(void **state)
+{
+#define MG " --num-layers 2 --bf16 "
+#define MF " --use-megatron-fsdp --data-parallel-sharding-strategy optim_grads_params"
+#define BR "model.num_layers=2\nmixed_precision=bf16_mixed\n"
+	static const struct {
+		int fw;
+		const char *t;
+		int mg, db;
+		const char *warn; /* a part of the warning, or NULL: none */
+	} c[] = {
+	    {FRAME_MEGATRON, MG "--use-distributed-optimizer\n", LAYOUT_GRADS_AUTO, 0, NULL},
+	    {FRAME_MEGATRON, MG "--grad-reduce-in-bf16\n", LAYOUT_GRADS_BF16, 0, NULL},
+	    {FRAME_MEGATRON, MG "--accumulate-allreduce-grads-in-fp32\n", LAYOUT_GRADS_FP32, 0,
+	     NULL},
+	    {FRAME_MEGATRON, MG MF "\n", LAYOUT_GRADS_AUTO, 0, NULL},
+	    {FRAME_MEGATRON, MG MF " --megatron-fsdp-main-grads-dtype fp32 --fsdp-double-buffer\n",
+	     LAYOUT_GRADS_FP32, 1, NULL},
+	    {FRAME_MEGATRON, MG MF " --megatron-fsdp-main-grads-dtype bf16 --nccl-ub\n",
+	     LAYOUT_GRADS_BF16, 1, NULL},
+	    {FRAME_MEGATRON, MG MF " --megatron-fsdp-main-grads-dtype auto\n", LAYOUT_GRADS_AUTO, 0,
+	     NULL},
+	    {FRAME_MEGATRON, MG MF " --grad-reduce-in-bf16\n", LAYOUT_GRADS_AUTO, 0,
+	     "--grad-reduce-in-bf16: no effect on Megatron-FSDP's main gradients"},
+	    {FRAME_MEGATRON, MG "--megatron-fsdp-main-grads-dtype fp32\n", LAYOUT_GRADS_AUTO, 0,
+	     "Megatron-FSDP's main grads dtype without Megatron-FSDP"},
+	    {FRAME_MEGATRON, MG "--megatron-fsdp-max-pool-double-buffer\n", LAYOUT_GRADS_AUTO, 0,
+	     "--megatron-fsdp-max-pool-double-buffer: Megatron-FSDP's (zero 2/3), no effect"},
+	    {FRAME_MEGATRON, " --num-layers 2 --fp16 --grad-reduce-in-bf16\n", LAYOUT_GRADS_AUTO, 0,
+	     "the main gradients' dtype: no effect with fp16 weights"},
+	    {FRAME_BRIDGE, BR "ddp.use_distributed_optimizer=true\n", LAYOUT_GRADS_AUTO, 0, NULL},
+	    {FRAME_BRIDGE, BR "mixed_precision.grad_reduce_in_fp32=false\n", LAYOUT_GRADS_BF16, 0,
+	     NULL},
+	    {FRAME_BRIDGE,
+	     BR "mixed_precision.grad_reduce_in_fp32=false\nddp.grad_reduce_in_fp32=false\n",
+	     LAYOUT_GRADS_BF16, 0, NULL},
+	    {FRAME_BRIDGE, BR "mixed_precision.grad_reduce_in_fp32=true\n", LAYOUT_GRADS_FP32, 0,
+	     NULL},
+	    {FRAME_BRIDGE, BR "ddp.grad_reduce_in_fp32=false\n", LAYOUT_GRADS_AUTO, 0,
+	     "the mixed precision recipe's grad_reduce_in_fp32 (true) is written over it"},
+	    {FRAME_BRIDGE,
+	     BR "ddp.use_megatron_fsdp=true\nddp.data_parallel_sharding_strategy=optim_grads\n"
+		"ddp.megatron_fsdp_main_grads_dtype=torch.float32\n"
+		"ddp.fsdp_double_buffer=true\n",
+	     LAYOUT_GRADS_FP32, 1, NULL},
+	    {FRAME_BRIDGE,
+	     BR "ddp.use_megatron_fsdp=true\nddp.megatron_fsdp_max_pool_double_buffer=true\n",
+	     LAYOUT_GRADS_AUTO, 1, NULL},
+	};
+	static const struct {
+		int fw;
+		const char *t, *msg;
+	} bad[] = {
+	    {FRAME_MEGATRON, MG "\n--grad-reduce-in-bf16\n--accumulate-allreduce-grads-in-fp32\n",
+	     "t.sh:2: --grad-reduce-in-bf16 with --accumulate-allreduce-grads-in-fp32 (line 3): "
+	     "the main gradients in bf16 and in fp32 (Megatron-LM takes bf16): give one"},
+	    {FRAME_BRIDGE,
+	     BR "ddp.grad_reduce_in_fp32=false\nmixed_precision.grad_reduce_in_fp32=true\n",
+	     "t.sh: ddp.grad_reduce_in_fp32 false with mixed_precision.grad_reduce_in_fp32 true: "
+	     "Megatron-Bridge's MixedPrecisionConfig.setup writes the latter over the former: "
+	     "give one value"},
+	    {FRAME_MEGATRON, MG MF "\n--megatron-fsdp-main-grads-dtype fp16\n",
+	     "t.sh:2: --megatron-fsdp-main-grads-dtype 'fp16': fp16 main gradients are not "
+	     "modelled (main_grads: auto, fp32 or bf16)"},
+	    {FRAME_MEGATRON, MG MF "\n--megatron-fsdp-main-grads-dtype fp64\n",
+	     "t.sh:2: --megatron-fsdp-main-grads-dtype 'fp64': expected fp32, bf16, fp16 or auto"},
+	    {FRAME_BRIDGE, BR "mixed_precision.grad_reduce_in_fp32=maybe\n",
+	     "t.sh:3: mixed_precision.grad_reduce_in_fp32 'maybe': expected true or false"},
+	};
+#undef MG
+#undef MF
+#undef BR
+	struct llm m;
+	struct layout l;
+	struct frame_extra x;
+	struct prism_err err;
+	layout_mask given;
+	(void)state;
+	prism_err_clear(&err);
+	for (size_t i = 0; i < sizeof(c) / sizeof(c[0]); i++) {
+		if (frame_import(c[i].fw, "t.sh", c[i].t, strlen(c[i].t), NULL, &m, &l, &given, &x,
+				 &err))
+			fail_msg("case %zu: %s", i, err.msg);
+		if (l.main_grads != c[i].mg || l.fsdp_double_buffer != c[i].db)
+			fail_msg("case %zu: main_grads %d, fsdp_double_buffer %d", i, l.main_grads,
+				 l.fsdp_double_buffer);
+		assert_int_equal(!!(given & LK_BIT(LK_main_grads)), c[i].mg != LAYOUT_GRADS_AUTO);
+		if (c[i].warn ? !strstr(x.warn, c[i].warn) : strstr(x.warn, "main grad") != NULL)
+			fail_msg("case %zu: warnings '%s'", i, x.warn);
+	}
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		prism_err_clear(&err);
+		assert_int_equal(frame_import(bad[i].fw, "t.sh", bad[i].t, strlen(bad[i].t), NULL,
+					      &m, &l, &given, &x, &err),
+				 PRISM_EFORMAT);
+		assert_string_equal(err.msg, bad[i].msg);
 	}
 }
 
@@ -1096,12 +1231,19 @@ static void test_dpv_overlap(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_hf_families),	    cmocka_unit_test(test_hf_deepseek),
-	    cmocka_unit_test(test_hf_nemotron_h),   cmocka_unit_test(test_hf_warnings),
-	    cmocka_unit_test(test_hf_unknown),	    cmocka_unit_test(test_hf_bad),
-	    cmocka_unit_test(test_megatron_import), cmocka_unit_test(test_round_trip),
-	    cmocka_unit_test(test_no_dropout),	    cmocka_unit_test(test_fp8_recipe_import),
-	    cmocka_unit_test(test_unexpressed),	    cmocka_unit_test(test_lora),
+	    cmocka_unit_test(test_hf_families),
+	    cmocka_unit_test(test_hf_deepseek),
+	    cmocka_unit_test(test_hf_nemotron_h),
+	    cmocka_unit_test(test_hf_warnings),
+	    cmocka_unit_test(test_hf_unknown),
+	    cmocka_unit_test(test_hf_bad),
+	    cmocka_unit_test(test_megatron_import),
+	    cmocka_unit_test(test_round_trip),
+	    cmocka_unit_test(test_no_dropout),
+	    cmocka_unit_test(test_main_grads_import),
+	    cmocka_unit_test(test_fp8_recipe_import),
+	    cmocka_unit_test(test_unexpressed),
+	    cmocka_unit_test(test_lora),
 	    cmocka_unit_test(test_dpv_overlap),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

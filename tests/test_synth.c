@@ -5902,9 +5902,11 @@ static void test_coll_dtypes(void **state)
  *  - cp 2 (the ring): a forward transfer of the key-value block, K and V
  *    of b s / cp = 512 tokens x 16 heads / 1 x 64 = 2 x 524,288 values,
  *    4,194,304 bytes "Float" (bf16 2,097,152).  The memory model's
- *    working memory holds four such blocks in flight (two forward, two
- *    of the backward's gradients: 4 x 2 x 512 x 16 x 64 = 4,194,304
- *    values), 8,388,608 bytes more under fp32 and nothing else moved.
+ *    working memory is the ring's backward (mem.c cp_ring_bytes:
+ *    Transformer Engine's two buffers of K, V and their gradients, 4 x 2
+ *    x 512 x 16 x 64 = 4,194,304 values, and dq_buffer, 512 x 16 x 64 =
+ *    524,288; more than the forward's 2 blocks), 2 x 4,718,592 =
+ *    9,437,184 bytes more under fp32 and nothing else moved.
  * The estimate's forward tensor-parallel time (synth_layer_tp_s) is the
  * layer's two rounds, each a reduce-scatter and an all-gather of b s h
  * over the 2 ranks, priced by the collective model on those bytes:
@@ -5967,7 +5969,7 @@ static void test_fp32_activations(void **state)
 		synth_out_release(&so);
 		graph_free(g);
 	}
-	assert_true(ms[1].transient - ms[0].transient == 8388608);
+	assert_true(ms[1].transient - ms[0].transient == 9437184);
 	for (int fp32 = 0; fp32 < 2; fp32++) {
 		struct comm_est rs, ag;
 		double b = fp32 ? 4194304 : 2097152;
@@ -7392,6 +7394,51 @@ static void test_mfsdp_unit_reduce(void **state)
 	}
 }
 
+/*
+ * The routed experts' gradients under Megatron-FSDP's ZeRO-2 are reduced a
+ * unit too (each (FSDP unit, expert) bucket group as the layer completes:
+ * megatron_fsdp/param_and_grad_buffer.py _get_parameter_groups), over the
+ * expert data-parallel group: the small MoE model (4 layers, the first
+ * dense; 8 experts of 3 h fe = 3,145,728) at dp 4, ep 2 (edp 2), 4
+ * microbatches: rank 0 holds 4 experts of each MoE layer, me = 12,582,912
+ * parameters, and each backward reduce-scatters each of the 3 MoE layers'
+ * 2 me = 25,165,824 bytes over "edp": 12 a step.  DeepSpeed's ZeRO-2 fills
+ * its bucket of max(40M, 1M x dp) parameters across layers: the 3 layers'
+ * 37,748,736 parameters go together at the backward's end, 4 a step of 2 x
+ * 3 me bytes.
+ */
+static void test_mfsdp_expert_reduce(void **state)
+{
+	const double me = 4 * 3145728.0;
+	(void)state;
+	for (int impl = LAYOUT_DP_MEGATRON; impl <= LAYOUT_DP_DEEPSPEED; impl++) {
+		struct synth_in in;
+		struct synth_out so;
+		struct settle_out st;
+		struct graph *g;
+		int n_unit = 0, n_all = 0;
+		moe_small(&in);
+		in.lay.dp = 4;
+		in.lay.ep = 2;
+		in.lay.zero = 2;
+		in.lay.microbatches = 4;
+		in.lay.dp_impl = impl;
+		g = build(&in, &so, &st);
+		for (uint32_t c = 0; c < g->n_colls; c++) {
+			uint32_t u = g->colls[c].node;
+			if (g->procs[g->proc[u]].rank != 0 || g->iter[u] != 1 ||
+			    g->colls[c].kind != GC_REDUCE_SCATTER)
+				continue;
+			n_unit += g->colls[c].bytes == (int64_t)(2 * me);
+			n_all += g->colls[c].bytes == (int64_t)(2 * 3 * me);
+		}
+		assert_int_equal(n_unit, impl == LAYOUT_DP_MEGATRON ? 12 : 0);
+		assert_int_equal(n_all, impl == LAYOUT_DP_MEGATRON ? 0 : 4);
+		synth_out_release(&so);
+		graph_free(g);
+	}
+}
+
 static void test_exec_host_verdict(void **state)
 {
 	enum { TP, SP, RING, RING8, AG, A2A, MOE, NF };
@@ -8370,6 +8417,7 @@ int main(void)
 	    cmocka_unit_test(test_zero3_impls),
 	    cmocka_unit_test(test_mfsdp_fill),
 	    cmocka_unit_test(test_mfsdp_unit_reduce),
+	    cmocka_unit_test(test_mfsdp_expert_reduce),
 	    cmocka_unit_test(test_unfused_attention),
 	    cmocka_unit_test(test_moe_counts),
 	    cmocka_unit_test(test_moe_all_to_all),

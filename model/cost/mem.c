@@ -701,6 +701,41 @@ static void zb_walk(const struct llm *m, const struct layout *l, int s, const do
 	}
 }
 
+/* The working memory of context parallelism's ring over cp / a ranks
+ * (cp_comm p2p: a 1; a2a+p2p's ring: the same bytes, an a-th of the heads
+ * over a times the tokens), Transformer Engine's AttnFuncWithCPAndKVP2P
+ * (attention/dot_product_attention/context_parallel.py), the more of its
+ * forward's and its backward's, with K and V of the rank's b s / cp tokens
+ * kv values and Q q values, in the bytes the ring moves
+ * (kperf_cp_kv_bytes: eb K and V, gb their gradients; the same as synth's
+ * transfers):
+ *  - forward: p2p_comm_buffers, the concatenated local K and V and each
+ *    block received, every one kept by the list until the forward
+ *    returns: n kv eb;
+ *  - backward without fp8 attention: p2p_comm_buffers, two of K, V and
+ *    their gradients (2 x 2 kv in the autocast's dtype) and dq_buffer
+ *    (empty_like(q)): (4 kv + q) ab;
+ *  - backward under fp8 attention: kv_recv_buffer (kv eb), dkv_send_buffer
+ *    and dkv_recv_buffer (cp_size x kv each, buffer_dtype uint8: 2 n kv
+ *    gb), and dq_buffer of cp_size x q uint8 under delayed scaling or,
+ *    under current scaling and mxfp8, dq_buffer and dkv_buffer in fp32
+ *    for the reduction (4 (q + kv); blockwise, whose attention runs a
+ *    per-tensor recipe, taken as current). */
+static double cp_ring_bytes(const struct llm *m, const struct layout *l, int a)
+{
+	double n = (double)layout_cp(l) / a, t = l->tp;
+	double sb = (double)m->seq / layout_cp(l) * l->mbs;
+	double kv = 2 * sb * llm_kv_heads_rank(m, (int)t) * llm_head_dim(m);
+	double q = sb * m->heads / t * llm_qk_head_dim(m), ab = kperf_act_bytes(l->dtype);
+	double eb = kperf_cp_kv_bytes(l->dtype, l->fp8_recipe, l->fp8_attention, 0),
+	       gb = kperf_cp_kv_bytes(l->dtype, l->fp8_recipe, l->fp8_attention, 1);
+	double fwd = n * kv * eb, bwd = (4 * kv + q) * ab;
+	if (l->fp8_attention)
+		bwd = kv * eb + 2 * n * kv * gb +
+		      (l->fp8_recipe == LAYOUT_FP8_DELAYED ? n * q * gb : 4 * (q + kv));
+	return fwd > bwd ? fwd : bwd;
+}
+
 /* A stage's working memory on top of what it holds (out->transient):
  * recomputation's, the logits', context parallelism's buffers, the
  * dispatcher's (and its held buffers into out->buffers). */
@@ -766,16 +801,11 @@ static void stage_transient(const struct llm *m, const struct layout *l,
 	}
 	if (last)
 		out->transient += 2 * sl * b * V / t;
-	/* Context parallelism: the ring's key-value blocks in flight, two
-	 * (double buffered), and their gradients' two backward (p2p, and the
-	 * ring of a2a+p2p: the same bytes, a-th of the heads over a times the
-	 * tokens), in the activations' dtype (kperf_act_bytes, as layer.c's
-	 * transfers). */
+	/* Context parallelism's ring (p2p, and a2a+p2p's over cp / a). */
 	if (layout_cp(l) > 1 && (l->cp_comm == LAYOUT_CP_P2P ||
 				 (l->cp_comm == LAYOUT_CP_A2A_P2P &&
 				  layout_cp_a2a(l, hw ? hw_domain(hw) : 1) < layout_cp(l))))
-		out->transient += 4 * 2 * b * sl * llm_kv_heads_rank(m, (int)t) * llm_head_dim(m) *
-				  kperf_act_bytes(l->dtype);
+		out->transient += cp_ring_bytes(m, l, layout_cp_a2a(l, hw ? hw_domain(hw) : 1));
 	/* The all-gather form: the whole sequence's K and V, gathered, and
 	 * their gradients before the reduce-scatter. */
 	if (layout_cp(l) > 1 && l->cp_comm == LAYOUT_CP_ALLGATHER)
@@ -1106,7 +1136,7 @@ void mem_stage(const struct llm *m, const struct layout *l, const struct hw_prof
 	/* Megatron-FSDP's gradient buckets (layout_dp_traits rs_fifo): each
 	 * chunk's most beyond the activations a backward frees (gk). */
 	int fifo, pool;
-	double rs_queue, gk[LAYOUT_MAX_VP] = {0}, pooled = 0;
+	double rs_queue, gk[LAYOUT_MAX_VP] = {0}, pooled = 0, lp_grad;
 
 	memset(out, 0, sizeof(*out));
 	stage_params(m, l, s, &pa);
@@ -1131,6 +1161,7 @@ void mem_stage(const struct llm *m, const struct layout *l, const struct hw_prof
 		fifo = gt.rs_fifo && l->zero >= 2 && shard > 1;
 		rs_queue = gt.rs_queue;
 		pool = fifo ? gt.pool : 0;
+		lp_grad = gt.lp_grad;
 	}
 	if (llm_moe_layers(m) > 0) {
 		/* Mixture-of-experts: the experts' share is sharded over the
@@ -1176,6 +1207,10 @@ void mem_stage(const struct llm *m, const struct layout *l, const struct hw_prof
 			    (dt.pool > 0 ? dt.pool : dt.prefetch + 1 + dt.ag_extra) * layer * wb +
 			    (emb + head) * wb;
 	}
+
+	/* DeepSpeed's BF16_Optimizer's bf16 .grad beside its fp32 buffer
+	 * (layout_dp_traits lp_grad; ZeRO-1: whole). */
+	out->grads += lp_grad * out->train;
 
 	if (fifo) {
 		/* Each chunk's layers' trained parameters a layer (the

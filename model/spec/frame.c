@@ -950,13 +950,22 @@ struct imp {
 					* Megatron-LM's count given */
 	int off_acts;			  /* activations offloaded (0: said false) */
 	int peft, lora_dim, lora_targets; /* peft 1: lora, 2: none; 0: not given */
-	int pao;			 /* --use-precision-aware-optimizer's line (0: not given) */
-	char opt_dt[4][8];		 /* its main params, main grads, exp_avg and
+	int pao;		       /* --use-precision-aware-optimizer's line (0: not given) */
+	char opt_dt[4][8];	       /* its main params, main grads, exp_avg and
 					   * exp_avg_sq dtypes ("": not given, fp32) */
-	int clip;			 /* --clip-grad: 1 clipping, 0 none, -1 not given */
-	int drop;			 /* --hidden-dropout: 1 at 0 (no_dropout), 0 above, -1
+	int clip;		       /* --clip-grad: 1 clipping, 0 none, -1 not given */
+	int drop;		       /* --hidden-dropout: 1 at 0 (no_dropout), 0 above, -1
 					  * not given */
-	int first_layers, last_layers;	 /* the first and last stages' (0: even) */
+	int first_layers, last_layers; /* the first and last stages' (0: even) */
+	/* The main gradients (settle_grads): Megatron-LM's --grad-reduce-in-bf16
+	 * and --accumulate-allreduce-grads-in-fp32 (their lines, 0: not given);
+	 * Megatron-FSDP's main grads dtype (enum layout_main_grads, -1: not
+	 * given); Bridge's ddp. and mixed_precision.grad_reduce_in_fp32 (-1:
+	 * not given); the line of an option that turns Megatron-FSDP's double
+	 * buffers on (--nccl-ub, the max-pool double buffer; 0: none) and its
+	 * name. */
+	int mg_bf16, mg_fp32, mfsdp_mg, ddp_fp32, mp_fp32, db_line;
+	char db_name[48];
 	int ep_overlap, ep_overlap_line; /* torchtitan's pipeline_parallel_expert_parallel_overlap
 					  * (-1: not given, its default true) and its line */
 	char layout[512];		 /* --pipeline-model-parallel-layout, "" if none */
@@ -1303,20 +1312,29 @@ static void put_optimizer_dtype(struct emit *E, const char *name, const struct l
 	}
 }
 
-/* The main gradients where not the implementation's default: Megatron-LM's
- * DDP and distributed optimizer in bf16 (--grad-reduce-in-bf16),
- * Megatron-FSDP's in fp32 (--megatron-fsdp-main-grads-dtype, default auto:
- * the model's bf16). */
+/* The main gradients where main_grads is not auto, each implementation's
+ * own way (read back by settle_grads): Megatron-LM's DDP and distributed
+ * optimizer --grad-reduce-in-bf16 or --accumulate-allreduce-grads-in-fp32
+ * (arguments.py: the latter is what --bf16 sets by default), Megatron-
+ * FSDP's --megatron-fsdp-main-grads-dtype (default auto: the model's
+ * bf16); Bridge's mixed_precision.grad_reduce_in_fp32 (MixedPrecisionConfig
+ * .setup copies it over ddp.grad_reduce_in_fp32; both written, as Bridge's
+ * perf recipes set them). */
 static void put_main_grads(struct emit *E, const char *name, const struct llm *m,
 			   const struct layout *l)
 {
+	int bf16 = l->main_grads == LAYOUT_GRADS_BF16;
 	(void)m;
 	if (!layout_lowp_grads(l, 1) || l->main_grads == LAYOUT_GRADS_AUTO)
 		return;
-	if (l->zero < 2 && l->main_grads == LAYOUT_GRADS_BF16)
-		put(E, name, NULL);
-	else if (l->zero >= 2 && l->main_grads == LAYOUT_GRADS_FP32)
-		put(E, "--megatron-fsdp-main-grads-dtype", "fp32");
+	if (E->fw == FRAME_BRIDGE) {
+		put(E, name, bf16 ? "false" : "true");
+		put(E, "ddp.grad_reduce_in_fp32", bf16 ? "false" : "true");
+	} else if (l->zero < 2) {
+		put(E, bf16 ? name : "--accumulate-allreduce-grads-in-fp32", NULL);
+	} else {
+		put(E, "--megatron-fsdp-main-grads-dtype", bf16 ? "bf16" : "fp32");
+	}
 }
 
 static void put_clip_grad(struct emit *E, const char *name, const struct llm *m,
@@ -1787,6 +1805,58 @@ static int in_peft(struct rd *r, const struct frame_in *in)
 	return 0;
 }
 
+/* A flag's line (settle's messages name it). */
+static int in_line(struct rd *r, const struct frame_in *in)
+{
+	*imp_field(r, in) = r->line;
+	return 0;
+}
+
+/* Megatron-FSDP's main gradients' dtype: Megatron-LM's
+ * --megatron-fsdp-main-grads-dtype (arguments.py: fp32, bf16, fp16 or
+ * auto, the default), Megatron-Bridge's ddp.megatron_fsdp_main_grads_dtype
+ * (DistributedDataParallelConfig: a torch.dtype, None the default: the
+ * model's). */
+static int in_mfsdp_grads(struct rd *r, const struct frame_in *in)
+{
+	static const struct {
+		const char *s;
+		int g;
+	} dt[] = {{"auto", LAYOUT_GRADS_AUTO},		{"null", LAYOUT_GRADS_AUTO},
+		  {"None", LAYOUT_GRADS_AUTO},		{"fp32", LAYOUT_GRADS_FP32},
+		  {"float32", LAYOUT_GRADS_FP32},	{"torch.float32", LAYOUT_GRADS_FP32},
+		  {"bf16", LAYOUT_GRADS_BF16},		{"bfloat16", LAYOUT_GRADS_BF16},
+		  {"torch.bfloat16", LAYOUT_GRADS_BF16}};
+	(void)in;
+	for (size_t i = 0; r->s && i < sizeof(dt) / sizeof(dt[0]); i++)
+		if (strcmp(r->s, dt[i].s) == 0) {
+			r->I->mfsdp_mg = dt[i].g;
+			return 0;
+		}
+	if (r->s && strstr(r->s, "16") && !strstr(r->s, "bf"))
+		return rd_bad(
+		    r, r->s,
+		    "fp16 main gradients are not modelled (main_grads: auto, fp32 or bf16)");
+	return rd_bad(r, r->s, "expected fp32, bf16, fp16 or auto");
+}
+
+/* Megatron-FSDP's double buffers turned on by another option: Megatron-LM's
+ * --nccl-ub and --megatron-fsdp-max-pool-double-buffer (arguments.py, with
+ * --use-megatron-fsdp), Megatron-Core's megatron_fsdp_max_pool_double_buffer
+ * (DistributedDataParallelConfig.__post_init__). */
+static int in_db_implied(struct rd *r, const struct frame_in *in)
+{
+	int b = 1;
+	(void)in;
+	if (r->name[0] != '-' && truth(r->path, r->line, r->name, r->s, &b, r->err))
+		return r->err->code;
+	if (b) {
+		r->I->db_line = r->line;
+		snprintf(r->I->db_name, sizeof(r->I->db_name), "%s", r->name);
+	}
+	return 0;
+}
+
 /* The options each knob's own code reads, by knob (frame_rows' .in). */
 static const struct frame_in in_vp_opts[] = {
     {"--num-layers-per-virtual-pipeline-stage", in_int, IMP(vp_layers), 1, LLM_MAX_LAYERS},
@@ -1917,6 +1987,19 @@ static const struct frame_in in_no_dropout_opts[] = {
 static const struct frame_in in_clip_grad_opts[] = {{"--clip-grad", in_clip, 0, 0, 0},
 						    {"optimizer.clip_grad", in_clip, 0, 0, 0},
 						    {NULL, NULL, 0, 0, 0}};
+static const struct frame_in in_main_grads_opts[] = {
+    {"--grad-reduce-in-bf16", in_line, IMP(mg_bf16), 0, 0},
+    {"--accumulate-allreduce-grads-in-fp32", in_line, IMP(mg_fp32), 0, 0},
+    {"--megatron-fsdp-main-grads-dtype", in_mfsdp_grads, 0, 0, 0},
+    {"ddp.megatron_fsdp_main_grads_dtype", in_mfsdp_grads, 0, 0, 0},
+    {"ddp.grad_reduce_in_fp32", in_truth, IMP(ddp_fp32), 0, 0},
+    {"mixed_precision.grad_reduce_in_fp32", in_truth, IMP(mp_fp32), 0, 0},
+    {NULL, NULL, 0, 0, 0}};
+static const struct frame_in in_fsdpdb_opts[] = {
+    {"--nccl-ub", in_db_implied, 0, 0, 0},
+    {"--megatron-fsdp-max-pool-double-buffer", in_db_implied, 0, 0, 0},
+    {"ddp.megatron_fsdp_max_pool_double_buffer", in_db_implied, 0, 0, 0},
+    {NULL, NULL, 0, 0, 0}};
 static const struct frame_in in_head_dim_opts[] = {{"--kv-channels", in_head_dim, 0, 0, 0},
 						   {"model.kv_channels", in_head_dim, 0, 0, 0},
 						   {NULL, NULL, 0, 0, 0}};
@@ -2024,12 +2107,18 @@ static int value_exec(int fw, const struct llm *m, const struct layout *l)
 }
 
 /* Megatron-LM's options are its own implementation's (DeepSpeed's
- * grad_accum_dtype is none of them). */
+ * grad_accum_dtype is none of them); Bridge's grad_reduce_in_fp32 is
+ * DDP's and the distributed optimizer's (Megatron-FSDP's dtype is a
+ * torch.dtype field, ddp.megatron_fsdp_main_grads_dtype: read, not
+ * written). */
 static int value_main_grads(int fw, const struct llm *m, const struct layout *l)
 {
-	(void)fw, (void)m;
-	return l->main_grads == LAYOUT_GRADS_AUTO || l->zero == 0 ||
-	       l->dp_impl == LAYOUT_DP_MEGATRON;
+	(void)m;
+	if (l->main_grads == LAYOUT_GRADS_AUTO)
+		return 1;
+	if (fw == FRAME_BRIDGE && l->zero >= 2)
+		return 0;
+	return l->zero == 0 || l->dp_impl == LAYOUT_DP_MEGATRON;
 }
 
 /* Megatron-LM's main params are fp32 or fp16. */
@@ -2224,10 +2313,12 @@ static const struct frame_row frame_rows[LK_N] = {
     /* Megatron-LM's arguments.py --grad-reduce-in-bf16,
      * --megatron-fsdp-main-grads-dtype and --fsdp-double-buffer;
      * Bridge's DistributedDataParallelConfig fsdp_double_buffer. */
-    [LK_main_grads] = {R(FX_SPECIAL, "--grad-reduce-in-bf16", FX_INT, NULL, FX_INT, NULL),
-		       .put = put_main_grads, .value = value_main_grads},
+    [LK_main_grads] = {R(FX_SPECIAL, "--grad-reduce-in-bf16", FX_SPECIAL,
+			 "mixed_precision.grad_reduce_in_fp32", FX_INT, NULL),
+		       .put = put_main_grads, .in = in_main_grads_opts, .value = value_main_grads},
     [LK_fsdp_double_buffer] = {R(FX_BOOL, "--fsdp-double-buffer", FX_BOOL, "ddp.fsdp_double_buffer",
-				 FX_INT, NULL)},
+				 FX_INT, NULL),
+			       .in = in_fsdpdb_opts},
 };
 #undef R
 
@@ -2915,6 +3006,88 @@ static int settle_optimizer(struct st *S)
 	return 0;
 }
 
+/* The main gradients' dtype (main_grads) and Megatron-FSDP's double
+ * buffers, as each implementation reads its options: under Megatron-FSDP
+ * (zero 2/3) its own main grads dtype alone (Megatron-LM's
+ * mcore_fsdp_adapter.py passes megatron_fsdp_main_grads_dtype, not
+ * grad_reduce_in_fp32), and --nccl-ub or the max-pool double buffer turn
+ * the double buffers on (arguments.py, DistributedDataParallelConfig);
+ * under DDP and the distributed optimizer Megatron-LM's
+ * --grad-reduce-in-bf16 or --accumulate-allreduce-grads-in-fp32, Bridge's
+ * mixed_precision.grad_reduce_in_fp32 (MixedPrecisionConfig.setup writes
+ * it over ddp.grad_reduce_in_fp32; the bf16 recipes' is true).  Options
+ * that say both dtypes are refused; ones with no effect are read with a
+ * warning. */
+static int settle_grads(struct st *S)
+{
+	struct imp *I = S->I;
+	struct layout *l = S->l;
+	int mfsdp = l->zero >= 2 && l->dp_impl == LAYOUT_DP_MEGATRON, mg = LAYOUT_GRADS_AUTO;
+	if (I->db_line) {
+		if (mfsdp) {
+			l->fsdp_double_buffer = 1;
+			*S->given |= LK_BIT(LK_fsdp_double_buffer);
+		} else if (strcmp(I->db_name, "--nccl-ub")) {
+			warn_add(S->x, "%s: Megatron-FSDP's (zero 2/3), no effect here",
+				 I->db_name);
+		}
+	}
+	if (I->mg_bf16 && I->mg_fp32)
+		return prism_err_set(
+		    S->err, PRISM_EFORMAT,
+		    "%s:%d: --grad-reduce-in-bf16 with "
+		    "--accumulate-allreduce-grads-in-fp32 (line %d): the main "
+		    "gradients in bf16 and in fp32 (Megatron-LM takes bf16): give one",
+		    S->path, I->mg_bf16, I->mg_fp32);
+	if (I->ddp_fp32 >= 0 && I->mp_fp32 >= 0 && I->ddp_fp32 != I->mp_fp32)
+		return prism_err_set(
+		    S->err, PRISM_EFORMAT,
+		    "%s: ddp.grad_reduce_in_fp32 %s with "
+		    "mixed_precision.grad_reduce_in_fp32 %s: Megatron-Bridge's "
+		    "MixedPrecisionConfig.setup writes the latter over the former: "
+		    "give one value",
+		    S->path, I->ddp_fp32 ? "true" : "false", I->mp_fp32 ? "true" : "false");
+	if (mfsdp) {
+		if (I->mg_bf16 || I->mg_fp32 || I->ddp_fp32 >= 0 || I->mp_fp32 >= 0)
+			warn_add(S->x,
+				 "%s: no effect on Megatron-FSDP's main gradients (its "
+				 "main grads dtype, default auto: the model's)",
+				 I->mg_bf16   ? "--grad-reduce-in-bf16"
+				 : I->mg_fp32 ? "--accumulate-allreduce-grads-in-fp32"
+					      : "grad_reduce_in_fp32");
+		if (I->mfsdp_mg >= 0)
+			mg = I->mfsdp_mg;
+	} else {
+		if (I->mfsdp_mg > LAYOUT_GRADS_AUTO)
+			warn_add(S->x, "Megatron-FSDP's main grads dtype without Megatron-FSDP "
+				       "(zero 2/3): no effect");
+		if (I->ddp_fp32 == 0 && I->mp_fp32 < 0 && l->dtype != HW_FP32 &&
+		    l->dtype != HW_FP16)
+			warn_add(S->x, "ddp.grad_reduce_in_fp32 false: the mixed precision "
+				       "recipe's grad_reduce_in_fp32 (true) is written over it "
+				       "(MixedPrecisionConfig.setup): set "
+				       "mixed_precision.grad_reduce_in_fp32 false for bf16 main "
+				       "gradients");
+		if (I->mg_bf16 || I->mp_fp32 == 0)
+			mg = LAYOUT_GRADS_BF16;
+		else if (I->mg_fp32 || I->mp_fp32 == 1)
+			mg = LAYOUT_GRADS_FP32;
+	}
+	if (mg == LAYOUT_GRADS_AUTO)
+		return 0;
+	l->main_grads = mg;
+	if (!layout_lowp_grads(l, 1)) {
+		l->main_grads = LAYOUT_GRADS_AUTO;
+		warn_add(S->x,
+			 "the main gradients' dtype: no effect with %s weights and this "
+			 "optimizer",
+			 hw_dtype_name(l->dtype));
+		return 0;
+	}
+	*S->given |= LK_BIT(LK_main_grads);
+	return 0;
+}
+
 /* Offloading: Megatron-LM's count alone turns it on (arguments.py:
  * cpu_offloading_num_layers > 0), Bridge's needs model.cpu_offloading. */
 static int settle_offload(struct st *S)
@@ -3021,10 +3194,9 @@ static int settle(int fw, const char *path, struct llm *m, struct layout *l, lay
 		  struct imp *I, struct frame_extra *x, struct prism_err *err)
 {
 	static int (*const phase[])(struct st *) = {
-	    settle_flags,     settle_schedule,	settle_recompute,  settle_lora,
-	    settle_zero,      settle_precision, settle_partition,  settle_plain,
-	    settle_optimizer, settle_offload,	settle_dispatcher, settle_dpv_overlap,
-	    settle_model};
+	    settle_flags,     settle_schedule,	 settle_recompute,   settle_lora,      settle_zero,
+	    settle_precision, settle_partition,	 settle_plain,	     settle_optimizer, settle_grads,
+	    settle_offload,   settle_dispatcher, settle_dpv_overlap, settle_model};
 	struct st S = {fw, path, l->pp > 0 ? l->pp : 1, m, l, given, I, x, err};
 	for (size_t i = 0; i < sizeof(phase) / sizeof(phase[0]); i++) {
 		int rc = phase[i](&S);
@@ -3101,6 +3273,7 @@ int frame_import(int fw, const char *path, const char *text, size_t n, const str
 	I.drop = -1;
 	I.flash = 1;
 	I.ep_overlap = -1;
+	I.mfsdp_mg = I.ddp_fp32 = I.mp_fp32 = -1;
 	if (fw == FRAME_TORCHTITAN) {
 		/* TOML: [section] headers and key = value lines */
 		while (i < n) {

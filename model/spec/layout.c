@@ -530,6 +530,14 @@ void layout_dp_traits(const struct layout *l, double layer_params, double wb, do
 		t->step_cast = 4;
 	if (l->dp_impl == LAYOUT_DP_DEEPSPEED && l->zero >= 3)
 		t->step_group = DS_SUB_GROUP;
+	/* DeepSpeed's ZeRO-1 with fp32 main gradients is its BF16_Optimizer
+	 * (engine.py _do_optimizer_sanity_check: bf16, grad_accum_dtype fp32,
+	 * stage 1), whose step reads its fp32 buffer's partition as it is
+	 * (bf16_optimizer.py step: no copy, step_cast 0) but which keeps the
+	 * bf16 .grad too (clear_lp_grads zeroes it: set_to_none False). */
+	if (l->dp_impl == LAYOUT_DP_DEEPSPEED && l->zero == 1 && layout_lowp_grads(l, 1) &&
+	    !layout_lowp_grads(l, 0))
+		t->lp_grad = wb;
 	switch (l->dp_impl) {
 	case LAYOUT_DP_DEEPSPEED: {
 		/* PartitionedParameterCoordinator.fetch_sub_module prefetches the

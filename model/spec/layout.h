@@ -553,6 +553,14 @@ struct layout_dp_traits {
 	 * step_group parameters at once (DeepSpeed ZeRO-3's sub groups; 0:
 	 * all). */
 	double step_cast, step_group;
+	/* A low-precision gradient held beside the main one, bytes a trained
+	 * parameter, unsharded (0: none): DeepSpeed's BF16_Optimizer (ZeRO-1
+	 * with bf16 weights and fp32 main gradients, grad_accum_dtype fp32:
+	 * engine.py _do_optimizer_sanity_check) keeps the parameters' bf16
+	 * .grad, zeroed and not freed each micro step (bf16_optimizer.py
+	 * clear_lp_grads), beside its fp32 gradient buffer of the whole model
+	 * (fp32_groups_gradients_flat, the main gradients). */
+	double lp_grad;
 };
 void layout_dp_traits(const struct layout *l, double layer_params, double wb, double gb,
 		      struct layout_dp_traits *t);

@@ -400,7 +400,12 @@ static void expert_reduce(struct ctx *c, int r, const struct shape *z, double pa
 
 /* Layer `layer`'s gradients are complete on stage r: a dense layer's into
  * the bucket; a mixture-of-experts layer's non-expert part likewise, its
- * routed experts' into their own bucket. */
+ * routed experts' into their own bucket, reduced when full or, where each
+ * unit is reduced as it completes (layout_unit_reduce: Megatron-FSDP's
+ * ZeRO-2), with the layer: Megatron-FSDP's bucket groups are one a (FSDP
+ * unit, expert or not) pair (megatron_fsdp/param_and_grad_buffer.py
+ * _get_parameter_groups, bucket_group_by_fsdp_unit), the experts' reduced
+ * over the expert data-parallel group as the unit completes. */
 static void layer_grads(struct ctx *c, int r, const struct shape *z, int layer)
 {
 	struct rankst *k = &c->rk[r];
@@ -412,7 +417,8 @@ static void layer_grads(struct ctx *c, int r, const struct shape *z, int layer)
 	if (z->edp <= 1)
 		return;
 	k->ebucket += z->me;
-	if (c->in->lay.overlap_grad && k->ebucket >= bucket_cap(c)) {
+	if (c->in->lay.overlap_grad &&
+	    (layout_unit_reduce(&c->lay) || k->ebucket >= bucket_cap(c))) {
 		expert_reduce(c, r, z, k->ebucket);
 		k->ebucket = 0;
 	}
