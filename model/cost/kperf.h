@@ -371,6 +371,8 @@ double kperf_lowp_gather_bytes(int dtype, int recipe, int exec, int usage);
  * kperf_act_bytes, not this.  Ulysses' all-to-alls move bf16 q, k and v
  * under --fp8-dot-product-attention (quantised after the all-to-all; only
  * fp8_mha's fp8 inputs travel as uint8): kperf_act_bytes too.
+ * Read by synth's ring transfers (layer.c), the estimate (analytic.c) and
+ * the ring's buffers in memory (mem.c cp_ring_bytes): one count of bytes.
  */
 double kperf_cp_kv_bytes(int dtype, int recipe, int fp8_attention, int grad);
 
