@@ -987,21 +987,24 @@ static void pair_final(struct sim *s, const struct sim_opts *o, uint32_t u, int6
 }
 
 /*
- * Pair u from its start at t to its end with nothing beside it (no
- * contention, or alone on its GPU in the max-plus pass).  Where every
- * piece was launched by t (its launch offsets all at most t less its host
- * start), the run depends on t only by a shift (each piece at the later
- * of its lane's previous end and the other lane's piece, plus its lag:
- * lanes_alone's arithmetic on differences), so a template's first such
- * run is kept (s->memo) and every later one is that run shifted: its
- * pieces' times, its end and busy time.
+ * Pair u's lanes from its start at t to its end with nothing beside them
+ * (no contention, or alone on its GPU: the max-plus pass, the hybrid's
+ * and sim_run's collapse at its start), their lanes started already
+ * (started) or not.  Where every piece was launched by t (its launch
+ * offsets all at most t less its host start), the run depends on t only
+ * by a shift (each piece at the later of its lane's previous end and the
+ * other lane's piece, plus its lag: lanes_alone's arithmetic on
+ * differences), so a template's first such run is kept (s->memo) and
+ * every later one is that run shifted: its pieces' times, its end and
+ * busy time (its lanes then left as they started).  *end as lanes_alone's.
  */
-static int pair_whole(struct sim *s, const struct sim_opts *o, uint32_t u, int64_t t)
+static int pair_alone(struct sim *s, const struct sim_opts *o, uint32_t u, int64_t t, int started,
+		      int64_t *end)
 {
 	uint32_t f = s->fold_of[u];
 	const struct sim_folded *tk = &o->fold->tasks[f];
 	struct sim_lane *P = &s->lane[4 * f];
-	int64_t since = t, end, rel = t - fhost(s, o, f), reach = INT64_MIN;
+	int64_t since = t, rel = t - fhost(s, o, f), reach = INT64_MIN, busy0 = s->fold_busy[f];
 	uint32_t mi = s->memo_at[tk->first], np = tk->n + tk->n2;
 	size_t at = s->xoff[f];
 	if (mi != NONE32) {
@@ -1015,21 +1018,21 @@ static int pair_whole(struct sim *s, const struct sim_opts *o, uint32_t u, int64
 			}
 			s->fold_busy[f] += m->busy;
 			P[0].held = 0;
-			pair_final(s, o, u, t + m->len);
+			*end = t + m->len;
 			return 0;
 		}
 	}
-	if (lanes_start(s, o, f, P, t) || lanes_alone(s, o, f, P, &since, -1, &end))
+	if ((!started && lanes_start(s, o, f, P, t)) || lanes_alone(s, o, f, P, &since, -1, end))
 		return PRISM_ENOMEM;
-	pair_final(s, o, u, end < 0 ? PRISM_TIME_MAX + 1 : end);
-	for (uint32_t k = 0; mi == NONE32 && end >= 0 && k < np; k++) {
+	for (uint32_t k = 0; mi == NONE32 && *end >= 0 && k < np; k++) {
 		const struct sim_piece *q =
 		    k < tk->n ? lpiece(o, f, 0, k) : lpiece(o, f, 1, k - tk->n);
 		reach = q->rel_ns > reach ? q->rel_ns : reach;
 	}
-	if (mi == NONE32 && end >= 0 && rel >= reach) {
-		struct sim_pair_memo m = {tk->first2, tk->n,	       tk->n2,	   reach,
-					  end - t,    s->fold_busy[f], s->memo_t.n};
+	if (mi == NONE32 && *end >= 0 && rel >= reach) {
+		struct sim_pair_memo m = {tk->first2, tk->n,	tk->n2,
+					  reach,      *end - t, s->fold_busy[f] - busy0,
+					  s->memo_t.n};
 		if (VEC_RESERVE(s->memo_t, s->memo_t.n + 2 * (size_t)np) || VEC_PUSH(s->memo, m))
 			return PRISM_ENOMEM;
 		for (uint32_t k = 0; k < np; k++) {
@@ -1041,11 +1044,26 @@ static int pair_whole(struct sim *s, const struct sim_opts *o, uint32_t u, int64
 	return 0;
 }
 
-/* Pair u (on rank r) alone on its GPU from t: run to its end at once,
- * its lanes as of t and its busy time kept (lane[4 f + 2 ..], fst.at_ns,
- * t0_ns) for pair_expand to go back to, its finish event pushed. */
+/* Pair u from its start at t to its end with nothing beside it. */
+static int pair_whole(struct sim *s, const struct sim_opts *o, uint32_t u, int64_t t)
+{
+	int64_t end;
+	if (pair_alone(s, o, u, t, 0, &end))
+		return PRISM_ENOMEM;
+	pair_final(s, o, u, end < 0 ? PRISM_TIME_MAX + 1 : end);
+	return 0;
+}
+
+/* Pair u (on rank r) alone on its GPU from t (at its start, its lanes
+ * started: start): run to its end at once, its lanes as of t and its
+ * busy time kept (lane[4 f + 2 ..], fst.at_ns, t0_ns) for pair_expand to
+ * go back to, its finish event pushed.  From its start the run is
+ * pair_whole's (pair_alone: a template's run shifted, where kept; under
+ * Megatron-FSDP's reduce-scatter of each layer's gradients, GPT-3 175B at
+ * tp 4, pp 16, dp 2, SP: 1,632 of 9,894 pairs start alone, the rest
+ * beside one, docs/PERFORMANCE.md). */
 static int pair_collapse(struct sim *s, const struct sim_opts *o, struct sim_running *r, uint32_t u,
-			 int64_t t)
+			 int64_t t, int start)
 {
 	uint32_t f = s->fold_of[u];
 	struct sim_lane *P = &s->lane[4 * f];
@@ -1057,7 +1075,7 @@ static int pair_collapse(struct sim *s, const struct sim_opts *o, struct sim_run
 	s->fst[f].t0_ns = s->fold_busy[f];
 	P[0].pushed = P[1].pushed = INT64_MIN;
 	memcpy(P + 2, P, 2 * sizeof(*P));
-	if (lanes_alone(s, o, f, P, &since, -1, &end))
+	if (start ? pair_alone(s, o, u, t, 1, &end) : lanes_alone(s, o, f, P, &since, -1, &end))
 		return PRISM_ENOMEM;
 	if (end < 0 || end > PRISM_TIME_MAX)
 		end = PRISM_TIME_MAX + 1; /* release() refuses it */
@@ -1286,7 +1304,7 @@ static int fold_collapse(struct sim *s, const struct sim_opts *o, struct sim_run
 		if (!s->fold_of || s->fold_of[u] == NONE32 || collapsed(s, u))
 			continue;
 		if (is_pair(s, o, u)) {
-			if (pair_collapse(s, o, r, u, t))
+			if (pair_collapse(s, o, r, u, t, 0))
 				return PRISM_ENOMEM;
 			continue;
 		}
@@ -1354,7 +1372,7 @@ static int fold_begin(struct sim *s, const struct sim_opts *o, uint32_t u, int64
 		if (lanes_start(s, o, f, &s->lane[4 * f], t))
 			return PRISM_ENOMEM;
 		if (!others(r))
-			return pair_collapse(s, o, r, u, t);
+			return pair_collapse(s, o, r, u, t, 1);
 		s->fst[f].mode = SIM_F_RUNNING;
 		lanes_count(r, &s->lane[4 * f], 1);
 		return retime(s, o, r, t);

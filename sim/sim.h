@@ -141,7 +141,8 @@ void sim_opts_default(struct sim_opts *o);
 struct sim_lane;
 
 /* A pair's whole run once every piece was launched by its start (sim.c
- * pair_whole), from that start: kept per template (its first piece). */
+ * pair_alone: the max-plus pass's, or a collapse at its start under
+ * contention), from that start: kept per template (its first piece). */
 struct sim_pair_memo {
 	uint32_t first2, n, n2;
 	int64_t reach, len, busy;

@@ -171,6 +171,9 @@ static void events_agree(const struct synth_in *in, int units, const struct run 
 	run_free(&e);
 }
 
+/* The units agree() saw kept kernel by kernel, over the tests so far. */
+static size_t units_kept;
+
 /* in folded against in kernel by kernel: every step of every stage to the
  * nanosecond, the bubble, the counts, the breakdown, with contention or
  * without (the sim follows a unit task piece by piece while a collective
@@ -187,6 +190,7 @@ static int agree(const struct synth_in *in)
 	events_agree(in, 0, &f);
 	events_agree(in, 1, &u);
 	folded = u.so.n_units_folded > 0;
+	units_kept += u.so.n_units_kept;
 	print_message("  %zu units folded, %zu kept\n", u.so.n_units_folded, u.so.n_units_kept);
 	assert_int_equal(u.so.n_units_kept + u.so.n_units_folded, f.so.n_units);
 	assert_true(u.so.n_unit_kinds <= f.so.n_units);
@@ -438,19 +442,28 @@ static int line_agrees(const struct synth_in *base, int m)
  * DeepSpeed's ZeRO-2/3 are held at pp 1 instead.  The host's 8 us an op
  * keeps the small model's GPU ahead of its launches, as the line requires
  * (hier.h; at 10 us, once H100's elementwise line rose to 0.880 of HBM,
- * six of the ten layouts were host-paced and declined it).
+ * six of the ten layouts were host-paced and declined it).  Every unit
+ * folds (none kept kernel by kernel), Megatron-FSDP's reduce-scatter of
+ * each layer's gradients in every backward and ZeRO-3's gathers of each
+ * layer included, and so with sequence parallelism (the last shape): its
+ * backward's re-gathers and reduce-scatters a side lane of each unit task
+ * (a pair, sim.h) that runs beside those reduce-scatters, alone once they
+ * end and from its start (sim.c pair_collapse: its template's run
+ * shifted where kept); every line is taken (20 of 20).
  */
 static void test_agreement_zero_impls(void **state)
 {
 	static const struct {
-		int tp, pp, dp, vp, m, sched, prefetch, shard;
+		int tp, pp, dp, vp, m, sched, prefetch, shard, sp;
 	} shapes[] = {
-	    {2, 2, 4, 1, 4, LAYOUT_1F1B, 1, 0},
-	    {2, 2, 4, 2, 4, LAYOUT_INTERLEAVED, 2, 2},
-	    {2, 2, 2, 1, 5, LAYOUT_GPIPE, 0, 0},
+	    {2, 2, 4, 1, 4, LAYOUT_1F1B, 1, 0, 0},
+	    {2, 2, 4, 2, 4, LAYOUT_INTERLEAVED, 2, 2, 0},
+	    {2, 2, 2, 1, 5, LAYOUT_GPIPE, 0, 0, 0},
+	    {2, 2, 4, 1, 4, LAYOUT_1F1B, 1, 0, 1},
 	};
 	const struct layout_knob *K = &layout_knobs[layout_knob_find("dp_impl")];
 	int held = 0, held_pp1 = 0, refused = 0, lines = 0;
+	size_t kept0 = units_kept;
 	(void)state;
 	assert_true(K->hi >= LAYOUT_DP_FSDP2);
 	for (int impl = (int)K->lo; impl <= (int)K->hi; impl++)
@@ -467,6 +480,7 @@ static void test_agreement_zero_impls(void **state)
 				in.lay.schedule = shapes[i].sched;
 				in.lay.prefetch = shapes[i].prefetch;
 				in.lay.shard = shapes[i].shard;
+				in.lay.sp = shapes[i].sp;
 				in.lay.zero = zero;
 				in.lay.dp_impl = impl;
 				in.steps = 2;
@@ -499,18 +513,20 @@ static void test_agreement_zero_impls(void **state)
 				assert_int_equal(agree(&in), 1);
 				in.hw = &hw_quiet;
 				assert_int_equal(agree(&in), 1);
-				if (i == 0)
+				if (i == 0 || shapes[i].sp)
 					lines += line_agrees(&in, 24);
 			}
 	/* Megatron's 1-3, DeepSpeed's 1, FSDP's and FSDP2's 2-3 at pp 2;
 	 * DeepSpeed's 2-3 at pp 1; FSDP's and FSDP2's ZeRO-1 nowhere. */
-	assert_int_equal(held, 8 * 3);
-	assert_int_equal(held_pp1, 2 * 3);
-	assert_int_equal(refused, 4 * 3);
-	/* The line is taken on the eight at pp 2 (DeepSpeed's ZeRO-2/3 at
-	 * pp 1 decline it and are simulated directly). */
-	print_message("%d of 10 lines taken\n", lines);
-	assert_true(lines >= 8);
+	assert_int_equal(held, 8 * 4);
+	assert_int_equal(held_pp1, 2 * 4);
+	assert_int_equal(refused, 4 * 4);
+	assert_int_equal(units_kept, kept0);
+	/* The line is taken on every one, DeepSpeed's ZeRO-2/3 at pp 1 among
+	 * them (a host deciding the step, every microbatch alike: hier.c
+	 * host_decides). */
+	print_message("%d of 20 lines taken\n", lines);
+	assert_int_equal(lines, 20);
 }
 
 /*
