@@ -615,6 +615,20 @@ static void kx_fit(struct kx *x)
 		}
 }
 
+/* Where a held-out fit starts: the datasheet defaults, with the shipped
+ * model's structure -- a GEMM group that states an epilogue (out_eff,
+ * AMD's: kperf.h) has one, as the shipped fit does, from the defaults'
+ * memory efficiency (the prior of every GEMM's HBM traffic) -- and none of
+ * its values. */
+static void held_out_start(struct prof *q)
+{
+	q->work = q->shipped;
+	hw_kernels_default(&q->work);
+	for (int d = 0; d < HW_GEMM_NKEYS; d++)
+		if (q->shipped.k.gemm[d].out_eff > 0)
+			q->work.k.gemm[d].out_eff = q->work.k.gemm[d].mem_eff;
+}
+
 /* Leave one source out: per fit group and source, parameters from the
  * datasheet defaults fitted on the group's other sources (none left: a GEMM
  * group its sibling's, sibling_rule); each row's
@@ -643,10 +657,8 @@ static void kx_loso(struct kx *x)
 			x->done[x->grp[j]] = 1;
 			if (!first)
 				continue;
-			for (int q = 0; q < x->np; q++) {
-				x->p[q].work = x->p[q].shipped;
-				hw_kernels_default(&x->p[q].work);
-			}
+			for (int q = 0; q < x->np; q++)
+				held_out_start(&x->p[q]);
 			fit_group(kb, s, x->p, x->np, 2, s->source, 1, x->idx, x->hws);
 			for (size_t k = 0; k < ns; k++) {
 				const struct kbench_row *t = &kb->rows[x->grp[k]];
