@@ -83,8 +83,10 @@ static const char help_opts[] =
     "                   peak at most the best rate its rows measured; evaluate\n"
     "                   with them and print them as the profiles' `kernels` groups\n"
     "      --loso       leave one source out: each source's rows predicted with\n"
-    "                   parameters fitted on the other sources only (from the\n"
-    "                   datasheet defaults where none is left)\n"
+    "                   parameters fitted on the other sources only (where none\n"
+    "                   is left, a GEMM its sibling GPU's by the datasheets'\n"
+    "                   ratios, as shipped for a GPU without rows; else the\n"
+    "                   datasheet defaults)\n"
     "      --flat       also the flat model prism had before (GEMM 70 % of peak\n"
     "                   + 3 us, attention 50 %, memory-bound 70 % of HBM + 3 us)\n"
     "      --markdown   the table in Markdown\n"
@@ -354,6 +356,40 @@ static struct prof *shape_sibling(const struct kbench *kb, const struct kbench_r
 
 static void fit_group(const struct kbench *kb, const struct kbench_row *r, struct prof *p, int np,
 		      int which, const char *not_src, int fit_donor, size_t *idx,
+		      struct hw_profile **hws);
+
+/* Leaving a GEMM group's only source out (which 2, the work parameters):
+ * what the profile would ship without rows of its own (docs/MODEL.md,
+ * "Siblings"), its sibling's group fitted here without that source, the
+ * peak times the ratio of the datasheets' peaks of the dtype and a tile's
+ * fixed cost at this GPU's clock.  0 (the datasheet defaults kept) where
+ * the GPU has no sibling or the sibling no row left. */
+static int sibling_rule(const struct kbench *kb, const struct kbench_row *r, struct prof *p, int np,
+			const char *not_src, size_t *idx, struct hw_profile **hws)
+{
+	double clock = 1;
+	const char *sn = kbench_sibling(r->profile, &clock);
+	struct prof *sib = sn ? find_prof(p, np, sn) : NULL, *own = find_prof(p, np, r->profile);
+	int d = fit_dtype(r), pd = hw_gemm_dtype(d);
+	if (!sib || !own || !(sib->work.peak_flops[pd] > 0))
+		return 0;
+	for (size_t i = 0; i < kb->n; i++) {
+		const struct kbench_row *q = &kb->rows[i];
+		struct hw_gemm *g = &own->work.k.gemm[d];
+		if (strcmp(q->profile, sn) || fit_cls(q) != KB_GEMM || fit_dtype(q) != d ||
+		    !strcmp(q->source, not_src))
+			continue;
+		fit_group(kb, q, p, np, 2, not_src, 1, idx, hws);
+		*g = *hw_gemm_of(&sib->work, d);
+		g->flops *= own->work.peak_flops[pd] / sib->work.peak_flops[pd];
+		g->tile_s /= clock;
+		return 1;
+	}
+	return 0;
+}
+
+static void fit_group(const struct kbench *kb, const struct kbench_row *r, struct prof *p, int np,
+		      int which, const char *not_src, int fit_donor, size_t *idx,
 		      struct hw_profile **hws)
 {
 	int c = fit_cls(r), donor = shape_donor(kb, r, not_src, idx);
@@ -371,6 +407,10 @@ static void fit_group(const struct kbench *kb, const struct kbench_row *r, struc
 		fit_group(kb, &q, p, np, which, not_src, 1, idx, hws);
 	}
 	n = select_rows(kb, r, not_src, NULL, idx);
+	if (!n && which == 2 && c == KB_GEMM && not_src) {
+		sibling_rule(kb, r, p, np, not_src, idx, hws);
+		return;
+	}
 	for (size_t i = 0; i < n; i++) {
 		struct prof *q = find_prof(p, np, kb->rows[idx[i]].profile);
 		hws[i] = which == 0 ? &q->fitted : &q->work;
@@ -575,8 +615,23 @@ static void kx_fit(struct kx *x)
 		}
 }
 
+/* Where a held-out fit starts: the datasheet defaults, with the shipped
+ * model's structure -- a GEMM group that states an epilogue (out_eff,
+ * AMD's: kperf.h) has one, as the shipped fit does, from the defaults'
+ * memory efficiency (the prior of every GEMM's HBM traffic) -- and none of
+ * its values. */
+static void held_out_start(struct prof *q)
+{
+	q->work = q->shipped;
+	hw_kernels_default(&q->work);
+	for (int d = 0; d < HW_GEMM_NKEYS; d++)
+		if (q->shipped.k.gemm[d].out_eff > 0)
+			q->work.k.gemm[d].out_eff = q->work.k.gemm[d].mem_eff;
+}
+
 /* Leave one source out: per fit group and source, parameters from the
- * datasheet defaults fitted on the group's other sources; each row's
+ * datasheet defaults fitted on the group's other sources (none left: a GEMM
+ * group its sibling's, sibling_rule); each row's
  * prediction so made in lpred (NAN: a row no fit takes). */
 static void kx_loso(struct kx *x)
 {
@@ -602,10 +657,8 @@ static void kx_loso(struct kx *x)
 			x->done[x->grp[j]] = 1;
 			if (!first)
 				continue;
-			for (int q = 0; q < x->np; q++) {
-				x->p[q].work = x->p[q].shipped;
-				hw_kernels_default(&x->p[q].work);
-			}
+			for (int q = 0; q < x->np; q++)
+				held_out_start(&x->p[q]);
 			fit_group(kb, s, x->p, x->np, 2, s->source, 1, x->idx, x->hws);
 			for (size_t k = 0; k < ns; k++) {
 				const struct kbench_row *t = &kb->rows[x->grp[k]];
