@@ -34,9 +34,11 @@ static const char help[] =
     "recipe, dynamic per-tensor scaling (--fp8-recipe current: an amax pass,\n"
     "the scale, a cast-transpose a tensor).  GEMMs\n"
     "that accumulate into their output (C += A B: accumulate=True, DeepGEMM's\n"
-    "weight-gradient kernels) and FlashAttention-2 rows are reported apart and\n"
-    "fit nothing.  The profiles' parameters are burst rates: a trace's rows\n"
-    "(a training step) are timed at the profile's sustained clock\n"
+    "weight-gradient kernels), fp8 GEMMs timed as a module under autocast\n"
+    "(TransformerEngine's te.Linear: its quantisation too) and FlashAttention-2\n"
+    "rows are reported apart and fit nothing.  The profiles' parameters are\n"
+    "burst rates: a trace's rows (a training step) are timed at the\n"
+    "profile's sustained clock\n"
     "(gpu.sustained); our sweep's attention rows whose kernel runs 1 ms or\n"
     "more (a steady stream of one kernel) at its dtype's stream clock\n"
     "(gpu.stream);\n"
@@ -113,7 +115,7 @@ struct prof {
 
 struct group {
 	char profile[32];
-	int cls, dtype, fa2, accum, win;
+	int cls, dtype, fa2, accum, module, win;
 	size_t n;
 	double sum, worst, fsum, fworst, lsum, lworst;
 	size_t ln;
@@ -240,10 +242,11 @@ static int group_dtype(const struct kbench_row *r)
 static int fit_cls(const struct kbench_row *r)
 {
 	/* Checked, never fitted: eager memory-bound kernels, FP8 speed-ups,
-	 * FA2 and accumulating GEMMs.  Attention with a sliding window is
-	 * fitted with full attention: the same kernels over their band
-	 * (kperf.h), and the only backward rows at head dim 64. */
-	if (r->cls == KB_MEM_EAGER || r->cls == KB_FP8_LINEAR || r->fa2 || r->accum)
+	 * FA2, accumulating GEMMs and modules' fp8 GEMMs.  Attention with a
+	 * sliding window is fitted with full attention: the same kernels
+	 * over their band (kperf.h), and the only backward rows at head dim
+	 * 64. */
+	if (r->cls == KB_MEM_EAGER || r->cls == KB_FP8_LINEAR || r->fa2 || r->accum || r->module)
 		return -1;
 	return r->cls == KB_GEMM ? KB_GEMM : r->cls == KB_MEM ? KB_MEM : KB_ATTN_FWD;
 }
@@ -671,7 +674,7 @@ static void kx_loso(struct kx *x)
 }
 
 /* Row r's group of the table (profile, class, dtype, FA2, accumulate,
- * windowed), made where new. */
+ * module, windowed), made where new. */
 static struct group *kx_group(struct kx *x, const struct kbench_row *r)
 {
 	struct group *g;
@@ -679,7 +682,7 @@ static struct group *kx_group(struct kx *x, const struct kbench_row *r)
 		g = &x->gr[j];
 		if (!strcmp(g->profile, r->profile) && g->cls == r->cls &&
 		    g->dtype == group_dtype(r) && g->fa2 == r->fa2 && g->accum == r->accum &&
-		    g->win == (r->window > 0))
+		    g->module == r->module && g->win == (r->window > 0))
 			return g;
 	}
 	g = &x->gr[x->ng++];
@@ -688,6 +691,7 @@ static struct group *kx_group(struct kx *x, const struct kbench_row *r)
 	g->dtype = group_dtype(r);
 	g->fa2 = r->fa2;
 	g->accum = r->accum;
+	g->module = r->module;
 	g->win = r->window > 0;
 	return g;
 }
@@ -759,10 +763,11 @@ static void kx_put_group(const struct kx *x, const struct group *g, int first)
 	char cname[40];
 	const char *dn = g->cls == KB_MEM || g->cls == KB_MEM_EAGER ? "-" : hw_dtype_name(g->dtype);
 	snprintf(cname, sizeof(cname), "%s%s", kbench_class_name(g->cls),
-		 g->fa2	    ? " (FA2)"
-		 : g->accum ? " (accumulate)"
-		 : g->win   ? " (window)"
-			    : "");
+		 g->fa2	     ? " (FA2)"
+		 : g->accum  ? " (accumulate)"
+		 : g->module ? " (module)"
+		 : g->win    ? " (window)"
+			     : "");
 	if (x->json) {
 		printf("%s\n{\"profile\":", first ? "" : ",");
 		prism_fput_json_str(stdout, g->profile);

@@ -299,6 +299,37 @@ with tempfile.TemporaryDirectory() as d:
         pred.setdefault((x[2], x[4]), set()).add(x[6])
     check(all(len(pred[("bf16", f"1x{m}x{n}x{k}|0x0x0x0|0")]) == 1 for m, n, k in shapes[:3]),
           f"an accumulating row is not timed as its plain GEMM: {pred}")
+    # An fp8 GEMM timed as a module under autocast (TransformerEngine's
+    # te.Linear: its input's and weight's quantisation too) is reported
+    # apart and fits nothing, as above: 20 such rows at twice the time
+    # (two at the plain fp8 rows' shapes) leave the fit as it was, each
+    # predicted as the plain GEMM of its shape; and a grouped GEMM's best
+    # over problems it does not state (FBGEMM PR #4821's) is left out, not
+    # placed as a best square.
+    mod = os.path.join(d, "module.csv")
+    fp8_shapes = [(4096, 8192, 8192), (1024, 4096, 4096)]
+    with open(fam) as f, open(mod, "w") as g:
+        g.write(f.read())
+        for m, n, k in shapes[:18] + fp8_shapes:
+            t = 2 * (2 * m * n * k / 1100e12 + 6e-6)
+            g.write(f"H100 SXM,x,fp8 (TE autocast),x,gemm (TE.Linear forward),1,{m},{n},{k},"
+                    f"TransformerEngine te.Linear under fp8 autocast,,{t * 1e3:.6f},,,,"
+                    f"src-e,s,n\n")
+        g.write("H100 SXM,x,mxfp8,x,grouped_gemm,not stated,not stated,not stated,not stated,"
+                "FBGEMM grouped GEMM,1963,,,,,src-f,s,n\n")
+    out = run("kernels", "--fit", mod).stdout
+    check(out[out.index("\n# "):] == fit[fit.index("\n# "):],
+          f"module rows moved the fit:\n{out}")
+    check(re.search(r"^h100-dgx\s+gemm \(module\)\s+fp8\s+20\s+1\s", out, re.M),
+          f"no fp8 module row:\n{out}")
+    check("1 grouped GEMM without a shape" in out, f"the shapeless grouped row placed:\n{out}")
+    plain = {}
+    for line in run("kernels", "--rows", mod).stdout.split("\n\n")[0].splitlines()[1:]:
+        x = line.split(",")
+        plain.setdefault((x[2], x[4]), []).append(x[6])
+    check(all(len(plain[("fp8", f"1x{m}x{n}x{k}|0x0x0x0|0")]) == 2 and
+              len(set(plain[("fp8", f"1x{m}x{n}x{k}|0x0x0x0|0")])) == 1 for m, n, k in fp8_shapes),
+          f"a module row is not timed as its plain GEMM: {plain}")
     # An attention fit whose rows are all at head dim 128 measures neither
     # head-dim factor: both take their priors (0.75, 0.9), not where the
     # simplex left them (the profile's 0.776 and 0.764 here).

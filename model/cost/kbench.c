@@ -389,6 +389,14 @@ static int gemm_row(struct kbench *kb, const struct kbench_cols *h, char **f, in
 		  strstr(kbench_col(h, f, nf, "out_dtype"), "accumulate=True") ||
 		  (strstr(kbench_col(h, f, nf, "implementation"), "DeepGEMM") &&
 		   strstr(kbench_col(h, f, nf, "implementation"), "wgrad"));
+	/* A module's forward under fp8 autocast (TransformerEngine's
+	 * te.Linear, TE issue #1747): the quantisation of its input and
+	 * weight as well as the GEMM -- TE's GEMM guide (NVIDIA/
+	 * TransformerEngine PR #2863, docs/features/low_precision_training/
+	 * speedups.rst) tells "autocast", per-step quantisation included,
+	 * from "pre-quantized", the GEMM kernel alone. */
+	r.module = r.dtype == HW_FP8 &&
+		   strstr(kbench_col(h, f, nf, "implementation"), "te.Linear") != NULL;
 	r.b = kbench_num(kbench_col(h, f, nf, "batch"));
 	r.m = kbench_num(kbench_col(h, f, nf, "M"));
 	r.n = kbench_num(kbench_col(h, f, nf, "N"));
@@ -396,7 +404,14 @@ static int gemm_row(struct kbench *kb, const struct kbench_cols *h, char **f, in
 	if (r.b <= 0)
 		r.b = 1;
 	if (r.m <= 0 || r.n <= 0 || r.k <= 0) {
-		/* A device summary: the best square GEMM. */
+		/* A device summary: the best square GEMM.  Not a grouped
+		 * GEMM's best over a set of problems it does not state
+		 * (FBGEMM PR #4821's MXFP8 "peak tflops of 1963"): neither its
+		 * groups nor their shapes are a square's. */
+		if (strstr(kbench_col(h, f, nf, "op"), "grouped")) {
+			skip(kb, "grouped GEMM without a shape");
+			return 0;
+		}
 		if (tf <= 0) {
 			skip(kb, "no shape and no TFLOP/s");
 			return 0;

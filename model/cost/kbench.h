@@ -84,6 +84,11 @@ struct kbench_row {
 				   * and writes it back, which the model's GEMM
 				   * (one write) does not time; reported apart,
 				   * fits nothing */
+	int module;		  /* an fp8 GEMM timed as a module's forward under
+				   * autocast (TransformerEngine's te.Linear): its
+				   * input's and weight's quantisation with the
+				   * GEMM, which the model's GEMM does not time;
+				   * reported apart, fits nothing */
 	double heads, sq, skv, d; /* attention */
 	int causal;
 	double window;	  /* attention with a sliding window of so many keys, 0 none */
