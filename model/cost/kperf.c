@@ -407,7 +407,7 @@ static void attn_blocks(double sq, double skv, int causal, double window, double
  * (0 .. blocks), and its max(0, m_j - skip) run, each 128 more keys over
  * the blocks' mean.  cuDNN 9.19.1's fp8 backward on H200 (cudnn-frontend's
  * Llama 3.1 rows, causal against non-causal at 2K-32K tokens, docs/MODEL.md
- * "Attention"): its causal time grows towards the non-causal one with the
+ * "Causal fp8 backward on Hopper"): its causal time grows towards the non-causal one with the
  * sequence (0.64 of it at 4K, 0.91 at 32K) where a kernel that skips every
  * masked block stays near half (its bf16: 0.59, 0.49). */
 static double capped_skip_keys(double sq, double skv, double blocks, double keys, double skip)
