@@ -499,9 +499,12 @@ static void print_kernels(const struct hw_profile *hw)
 		if (hw->peak_flops[d] <= 0 || (d != HW_BF16 && d != HW_FP8))
 			continue;
 		printf("    %s = { fwd_tflops = %.1f; bwd_tflops = %.1f; fwd_tile_us = %.3f; "
-		       "bwd_tile_us = %.3f; overhead_us = %.3f; d64 = %.3f; d256 = %.3f; };\n",
+		       "bwd_tile_us = %.3f; overhead_us = %.3f; d64 = %.3f; d256 = %.3f; ",
 		       hw_dtype_name(d), a->flops[0] / 1e12, a->flops[1] / 1e12, a->tile_s[0] * 1e6,
 		       a->tile_s[1] * 1e6, a->overhead_s * 1e6, a->d64, a->d256);
+		if (a->bwd_skip > 0) /* the library's, not fitted (hw.h) */
+			printf("bwd_skip_blocks = %.0f; ", a->bwd_skip);
+		printf("};\n");
 	}
 	printf("  };\n  memory = {\n");
 	{

@@ -1196,8 +1196,18 @@ static void test_gpt3_175b(void **state)
 	 * bf16 GEMMs' device fixed cost 2.242/2.311 -> 2.094/2.459 us, a
 	 * fixed point of --fit; each alone: 0.995637 and 5.098679745 s,
 	 * 0.995873 and 5.092492813 s) */
-	assert_rel_close(analytic_step_clock(&in), 0.995702, 1e-5);
-	assert_rel_close(full.iter_s, 5.097084772, 2e-7);
+	/* (0.995702 and 5.097084772 s until session 28: GH100's bf16
+	 * attention refitted without TE's post-scale-bias row -- forward
+	 * tile 3.907 -> 2.941 us, backward 28.424 -> 20.175 us at head dim
+	 * 128, overhead 2.325 -> 2.804 us, d64 0.847 -> 0.762, d256 0.900
+	 * -> 0.721 (head dim 128 here: the tiles alone) --, a fixed point
+	 * of --fit: a layer's attention forward and backward, 2 waves of
+	 * 132 blocks each, 2 x (0.966 + 8.249) - 2 x 0.479 = 17.5 us
+	 * shorter, 13.4 ms over the busiest stage's 12 layers x 64
+	 * microbatches, and its clock the higher for the smaller compute
+	 * share, 3.6 ms) */
+	assert_rel_close(analytic_step_clock(&in), 0.996409, 1e-5);
+	assert_rel_close(full.iter_s, 5.080135145, 2e-7);
 	assert_true(hier.iter_s == full.iter_s);
 	{
 		struct hw_profile burst = hw;
@@ -1211,8 +1221,10 @@ static void test_gpt3_175b(void **state)
 		 * bandwidth, above; 5.006557756 s and 1.0624: above; the
 		 * ratio 1.0602 while every step ran at the reference mix's
 		 * 0.91) */
-		assert_rel_close(b.iter_s, 5.084323858, 2e-7);
-		assert_rel_close(full.iter_s / b.iter_s, 1.00251, 1e-4);
+		/* (5.084323858 s and 1.00251 before session 28's attention
+		 * refit, above) */
+		assert_rel_close(b.iter_s, 5.069533926, 2e-7);
+		assert_rel_close(full.iter_s / b.iter_s, 1.00209, 1e-4);
 		in.hw = &hw;
 	}
 	assert_true(hier.bubble == full.bubble);

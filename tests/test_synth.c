@@ -1296,7 +1296,7 @@ static void fp8_gpu(struct hw_profile *g)
 	g->k.gemm[HW_GEMM_FP8_BLOCK] = g->k.gemm[HW_FP8]; /* one rate for every recipe */
 	g->k.gemm[HW_FP4] = (struct hw_gemm){2000e12, 0, 0, {1, 1, 1}, 1, 0};
 	g->peak_flops[HW_FP4] = 2000e12;
-	g->k.attn[HW_BF16] = (struct hw_attn){{500e12, 500e12}, {0, 0}, 0, 1, 1};
+	g->k.attn[HW_BF16] = (struct hw_attn){{500e12, 500e12}, {0, 0}, 0, 1, 1, 0};
 	for (int k = 0; k < HW_MEM_NKINDS; k++) {
 		g->k.mem_eff[k] = 1;
 		g->k.mem_overhead_s[k] = 0;
@@ -7822,7 +7822,10 @@ static void test_analytic_uneven_interleaved(void **state)
 	assert_true(8 * hb > (8 * (lf + lb + ar)) * (1 - ff));
 	assert_rel_close(o.t_slot, slot, 1e-9);
 	assert_rel_close(o.t_bubble, drain, 1e-9);
-	assert_rel_close(drain, 3.54e-3, 0.01);
+	/* 3.54 ms until session 28's GH100 bf16 attention refit (the
+	 * backward's fixed cost a block 28.424 -> 20.175 us at head dim 128:
+	 * a layer's backward shorter) */
+	assert_rel_close(drain, 3.487e-3, 0.01);
 	assert_rel_close(old, 4.01e-3, 0.01);
 	assert_true(o.t_iter <= p.iter_s);
 	assert_true(o.t_iter > 0.99 * p.iter_s);
@@ -7984,7 +7987,11 @@ static void test_grad_chain(void **state)
  * host has not issued yet).  4 sequences since session 27: with the
  * attention backward's fixed cost by head dim (64 here) the backward at
  * 3 was host-bound too (nothing exposed); at 4, 50.345 ms against
- * 54.657 simulated, 871 us exposed.
+ * 54.657 simulated, 871 us exposed; 49.753 against 54.084 (0.9199),
+ * 868 us, since session 28's GH100 bf16 attention refit (gpt-small's
+ * head dim 64: the backward's fixed cost a block 28.424 x 0.5 -> 20.175
+ * x 0.5 us, d64 0.847 -> 0.762; the estimate 0.592 ms and the simulated
+ * step 0.573 ms shorter, the ratio 0.921 -> 0.920): held within 8.5 %.
  */
 static void test_zero3_host_bound(void **state)
 {
@@ -8015,7 +8022,7 @@ static void test_zero3_host_bound(void **state)
 		      "simulated %.3f ms\n",
 		      o.t_iter * 1e3, o.t_dp_exposed * 1e6, p.iter_s * 1e3);
 	assert_true(o.t_iter <= p.iter_s);
-	assert_true(o.t_iter > 0.92 * p.iter_s);
+	assert_true(o.t_iter > 0.915 * p.iter_s);
 	assert_true(o.t_dp_exposed > 400e-6); /* the backward's */
 }
 
@@ -8192,7 +8199,11 @@ static void test_zero3_copy_out(void **state)
 	 * H100's second elementwise refit, 0.775 -> 0.880 of HBM, shortened
 	 * the copy-out, the compute and the reduce-scatter's copies; 1321.4
 	 * before its first; 1860.5 with the copy-outs in full). */
-	assert_rel_close(o.t_dp_exposed / 6, 96 * (2.775e-3 + 10.088e-3) + 2 * 13.574e-3, 0.001);
+	/* (1262.0 ms until session 28: GH100's bf16 attention refit, its
+	 * fixed costs a block smaller at head dim 128, took 11.5 us off a
+	 * layer's forward, 10.799 -> 10.788 ms, and 113.1 us off its
+	 * recomputed forward and backward, 33.210 -> 33.097 ms: 1274.0 ms) */
+	assert_rel_close(o.t_dp_exposed / 6, 96 * (2.787e-3 + 10.201e-3) + 2 * 13.574e-3, 0.001);
 }
 
 /*

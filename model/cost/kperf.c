@@ -400,6 +400,27 @@ static void attn_blocks(double sq, double skv, int causal, double window, double
 	}
 }
 
+/* The mean keys of a causal backward's blocks (attn_blocks' *keys, no
+ * window) where the kernel skips at most `skip` (> 0) of each key block's
+ * fully masked 128-query blocks and runs the rest as unmasked ones: key
+ * block j (of ceil(skv / 128)) has m_j = j - (skv - sq) / 128 of them
+ * (0 .. blocks), and its max(0, m_j - skip) run, each 128 more keys over
+ * the blocks' mean.  cuDNN 9.19.1's fp8 backward on H200 (cudnn-frontend's
+ * Llama 3.1 rows, causal against non-causal at 2K-32K tokens, docs/MODEL.md
+ * "Causal fp8 backward on Hopper"): its causal time grows towards the non-causal one with the
+ * sequence (0.64 of it at 4K, 0.91 at 32K) where a kernel that skips every
+ * masked block stays near half (its bf16: 0.59, 0.49). */
+static double capped_skip_keys(double sq, double skv, double blocks, double keys, double skip)
+{
+	double nk = ceil(skv / 128), off = (skv - sq) / 128, run = 0;
+	for (double j = 0; j < nk; j++) {
+		double m = j - off;
+		m = m < 0 ? 0 : m > blocks ? blocks : m;
+		run += m > skip ? m - skip : 0;
+	}
+	return keys + 128 * run / blocks;
+}
+
 double kperf_attn_win_s(const struct hw_profile *hw, int dtype, int pass, double b, double heads,
 			double sq, double skv, double d, int causal, double window)
 {
@@ -415,6 +436,8 @@ double kperf_attn_win_s(const struct hw_profile *hw, int dtype, int pass, double
 		return 0;
 	S = sms(hw);
 	attn_blocks(sq, skv, causal, window, &blocks, &keys);
+	if (pass && causal && !(window > 0) && a->bwd_skip > 0)
+		keys = capped_skip_keys(sq, skv, blocks, keys, a->bwd_skip);
 	per = 4 * 128 * keys * d * (pass ? 2.5 : 1);
 	/* A block's work and its fixed cost at the SMs' clock (hw_clock). */
 	clock = hw_clock(hw);
@@ -457,6 +480,8 @@ double kperf_attn_win_min_s(const struct hw_profile *hw, int dtype, int pass, do
 	if (a->d256 > f)
 		f = a->d256;
 	attn_blocks(sq, skv, causal, window, &blocks, &keys);
+	if (pass && causal && !(window > 0) && a->bwd_skip > 0)
+		keys = capped_skip_keys(sq, skv, blocks, keys, a->bwd_skip);
 	return b * heads * blocks * 4 * 128 * keys * d * (pass ? 2.5 : 1) /
 	       (a->flops[pass] * hw_clock(hw) * f);
 }

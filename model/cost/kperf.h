@@ -47,7 +47,10 @@
  * count).  time = overhead + waves (mean block FLOPs / (P_pass/SMs x f_d)
  * + tile_s_pass x g), f_d the head-dimension factor (1 at 128, d64 at 64,
  * d256 at 256, log-linear between), g 1 forward and d / 128 backward (the
- * backward's fixed work a block is its d-wide tiles: kperf.c).
+ * backward's fixed work a block is its d-wide tiles: kperf.c).  A causal
+ * backward whose library skips at most bwd_skip of a key block's fully
+ * masked query blocks (hw_attn: cuDNN 9.19.1's fp8 backward on Hopper)
+ * runs the rest of them as unmasked blocks.
  *
  * Memory-bound kernels: overhead + bytes / (HBM bandwidth x eff), by kind
  * (elementwise, normalisation, reduction/softmax): the achieved bandwidth

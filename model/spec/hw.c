@@ -361,6 +361,7 @@ void hw_kernels_default(struct hw_profile *hw)
 		a->overhead_s = HW_K_ATTN_OVERHEAD_S;
 		a->d64 = HW_ATTN_D64_PRIOR;
 		a->d256 = HW_ATTN_D256_PRIOR;
+		a->bwd_skip = 0;
 	}
 	/* fp8's blockwise group: not stated (hw_gemm_of reads fp8's) */
 	memset(&k->gemm[HW_GEMM_FP8_BLOCK], 0, sizeof(k->gemm[HW_GEMM_FP8_BLOCK]));
@@ -477,7 +478,7 @@ static int load_kernels(const char *path, const config_t *cf, struct hw_profile 
 		struct hw_gemm *ge = &hw->k.gemm[d];
 		struct hw_attn *at = &hw->k.attn[d];
 		double pk = hw->peak_flops[d] / 1e12;
-		char sub[48];
+		char sub[48], full[96];
 		if (x) {
 			gemm_given[d] = 1;
 			if ((rc = load_gemm(path, cf, k, x, dtype_names[d], pk, ge,
@@ -499,6 +500,11 @@ static int load_kernels(const char *path, const config_t *cf, struct hw_profile 
 				      &at->overhead_s, err)) ||
 			    (rc = opt(path, cf, k, sub, "d64", 0.01, 2, 1, &at->d64, err)) ||
 			    (rc = opt(path, cf, k, sub, "d256", 0.01, 2, 1, &at->d256, err)))
+				return rc;
+			/* a whole number of blocks (hw.h) */
+			snprintf(full, sizeof(full), "%s.bwd_skip_blocks", sub);
+			if (config_setting_lookup(k, full) &&
+			    (rc = cfg_range(path, cf, k, full, 1, 1e6, 1, 1, &at->bwd_skip, err)))
 				return rc;
 		}
 	}

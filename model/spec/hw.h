@@ -101,6 +101,11 @@ struct hw_attn {
 	double tile_s[2]; /* fixed time of one 128-query block */
 	double overhead_s;
 	double d64, d256; /* throughput at head dim 64 and 256 relative to 128 */
+	double bwd_skip;  /* a causal backward's key block skips at most so
+			   * many of its fully masked 128-query blocks and
+			   * runs the rest as unmasked ones (kperf.h); 0: it
+			   * skips them all (FlashAttention's
+			   * get_m_block_min_max, cuDNN's bf16) */
 };
 
 /* The GEMM tiles a GPU's libraries run (kperf.h): CUTLASS/cuBLAS's for
