@@ -1136,7 +1136,7 @@ void mem_stage(const struct llm *m, const struct layout *l, const struct hw_prof
 	/* Megatron-FSDP's gradient buckets (layout_dp_traits rs_fifo): each
 	 * chunk's most beyond the activations a backward frees (gk). */
 	int fifo, pool;
-	double rs_queue, gk[LAYOUT_MAX_VP] = {0}, pooled = 0, lp_grad;
+	double rs_queue, gk[LAYOUT_MAX_VP] = {0}, pooled = 0, lp_grad, bucket;
 
 	memset(out, 0, sizeof(*out));
 	stage_params(m, l, s, &pa);
@@ -1162,6 +1162,7 @@ void mem_stage(const struct llm *m, const struct layout *l, const struct hw_prof
 		rs_queue = gt.rs_queue;
 		pool = fifo ? gt.pool : 0;
 		lp_grad = gt.lp_grad;
+		bucket = l->zero >= 1 ? gt.bucket_params * gt.rs_bytes : 0;
 	}
 	if (llm_moe_layers(m) > 0) {
 		/* Mixture-of-experts: the experts' share is sharded over the
@@ -1186,7 +1187,7 @@ void mem_stage(const struct llm *m, const struct layout *l, const struct hw_prof
 		if (l->zero == 2 && shard > 1) {
 			struct layout_dp_traits dt;
 			layout_dp_traits(l, La, wb, gb, &dt);
-			out->buffers = La * dt.rs_buf + dt.bucket_params * dt.rs_bytes;
+			out->buffers = La * dt.rs_buf;
 		}
 	} else {
 		double P = pa.params, nl = pa.nl;
@@ -1196,12 +1197,11 @@ void mem_stage(const struct llm *m, const struct layout *l, const struct hw_prof
 		/* The implementation's buffers (layout_dp_traits): the layers
 		 * gathered at once (prefetched ones, FSDP2's all-gather output
 		 * kept for the next copy-in), one layer's gradients unsharded for
-		 * the reduce-scatter, DeepSpeed's reduce bucket (allocated whole,
-		 * whatever the stage's parameters). */
+		 * the reduce-scatter (DeepSpeed's reduce bucket: below). */
 		struct layout_dp_traits dt;
 		layout_dp_traits(l, layer, wb, gb, &dt);
 		if (l->zero >= 2 && shard > 1)
-			out->buffers = layer * dt.rs_buf + dt.bucket_params * dt.rs_bytes;
+			out->buffers = layer * dt.rs_buf;
 		if (l->zero >= 3 && shard > 1)
 			out->buffers +=
 			    (dt.pool > 0 ? dt.pool : dt.prefetch + 1 + dt.ag_extra) * layer * wb +
@@ -1211,6 +1211,11 @@ void mem_stage(const struct llm *m, const struct layout *l, const struct hw_prof
 	/* DeepSpeed's BF16_Optimizer's bf16 .grad beside its fp32 buffer
 	 * (layout_dp_traits lp_grad; ZeRO-1: whole). */
 	out->grads += lp_grad * out->train;
+	/* DeepSpeed's reduce bucket (layout_dp_traits bucket_params; docs/
+	 * MODEL.md "DeepSpeed's reduce bucket"): allocated whole at the
+	 * backward's first gradient under ZeRO 1-3, whatever the shard and
+	 * the stage's parameters; released before the step (step_phase). */
+	out->buffers += bucket;
 
 	if (fifo) {
 		/* Each chunk's layers' trained parameters a layer (the

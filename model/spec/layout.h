@@ -533,7 +533,8 @@ struct layout_dp_traits {
 	double rs_buf;	      /* a layer's gradients held unsharded for its reduction, a
 			       * parameter */
 	double bucket_params; /* a reduce bucket held whole (parameters, however
-			       * few the stage's), 0: none */
+			       * few the stage's) through the backward under
+			       * ZeRO 1-3, whatever the shard, 0: none */
 	/* Megatron-FSDP (megatron, ZeRO-2/3): each unit's gradient bucket is
 	 * allocated unsharded when its backward starts, reduce-scattered into
 	 * the persistent shard as the unit completes and queued until the
