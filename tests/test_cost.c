@@ -2068,8 +2068,18 @@ static void test_cp_ring_memory(void **state)
  * main gradients) has none, nor has Megatron-LM's distributed optimizer.
  *  - With 64 layers, P = 64L + E = 807,315,456: the backward's 2P + 2P +
  *    6P + 1e9 + its activations (64 layers of 4,456,448 bytes, 285 MB)
- *    stays below the step's 12P + 32 MiB = 9,721,339,904 (the fp32 copy
- *    of the partition, 4P / 2), whose breakdown holds no bucket.
+ *    stays below the step's 12P + 32 MiB = 9,721,339,904, whose breakdown
+ *    holds no bucket: weights 2P, optimizer 6P, the partition's bf16
+ *    gradients alone 2P / 2 (ZeRO-1 frees the rest first), its flattened
+ *    bf16 copy and the fp32 .to() (2 + 4) P / 2 = 3P as working memory.
+ *    The boundary's reduce before it (the partition allocated beside the
+ *    whole gradients, 2P / 2; 2P above the bucket's 1e9) is 11P.
+ *  - ZeRO-1's reduce as the peak: 128 layers of h 2048, ffn 8192 (a layer
+ *    4h^2 + 2h ffn + 9h + ffn = 50,358,272; E = V h + s h + 2h =
+ *    2,314,240: P = 6,448,173,056), full recomputation, dp 8: weights 2P,
+ *    optimizer 12P / 8, the whole gradients 2P and the partition 2P / 8:
+ *    5.75P + 32 MiB = 37,110,549,504, above the step's 2P + 1.5P + 0.25P
+ *    + 6P / 8 = 4.5P and the backward's 5.5P + 1e9 + a few MB.
  */
 static void test_ds_reduce_bucket(void **state)
 {
@@ -2114,7 +2124,21 @@ static void test_ds_reduce_bucket(void **state)
 	mem_stage(&m, &l, NULL, 0, &st);
 	assert_rel_close(st.buffers, 0, 1e-15);
 	assert_rel_close(st.activations, 0, 1e-15);
+	assert_rel_close(st.grads, 807315456.0, 1e-15);
+	assert_rel_close(st.transient, 3 * 807315456.0 + MEM_CUBLAS_WORKSPACE, 1e-15);
 	assert_rel_close(st.allocated, 9721339904.0, 1e-15);
+	/* ZeRO-1's boundary reduce as the stage's peak. */
+	m.layers = 128;
+	m.hidden = 2048;
+	m.ffn = 8192;
+	l.dp = 8;
+	l.recompute = LAYOUT_RECOMPUTE_FULL;
+	mem_stage(&m, &l, NULL, 0, &st);
+	assert_rel_close(st.grads, 2 * 6448173056.0, 1e-15);
+	assert_rel_close(st.buffers, 0, 1e-15);
+	assert_rel_close(st.activations, 0, 1e-15);
+	assert_rel_close(st.transient, 6448173056.0 / 4 + MEM_CUBLAS_WORKSPACE, 1e-15);
+	assert_rel_close(st.allocated, 37110549504.0, 1e-15);
 }
 
 /*

@@ -999,25 +999,48 @@ static void stage_walk(const struct llm *m, const struct layout *l, int s, const
  * buffers) and the fp32 copy of its gradient shard the optimizer reads
  * (layout_dp_traits step_cast a shard parameter, as many as the
  * optimizer state's, optimizer / ob, at most step_group), with cuBLAS's
- * workspace.  Where that is more than the backward's peak (a sharded step
+ * workspace.  DeepSpeed's ZeRO-1 (step_part) holds the partition's
+ * gradients alone at the step, and before it, at the boundary's reduce,
+ * that partition beside the whole gradients.  Where that is more than the backward's peak (a sharded step
  * with few activations: full recomputation, a short sequence), the
  * stage's peak is the step's and out its breakdown. */
 static void step_phase(const struct layout *l, double wb, double gb, double ob, double pooled,
 		       struct mem_stage *out)
 {
 	struct layout_dp_traits dt;
-	double cast = ob > 0 ? out->optimizer / ob : 0, step;
+	double part = ob > 0 ? out->optimizer / ob : 0, cast = part, held = out->grads;
+	double base = out->weights + out->optimizer + pooled + MEM_CUBLAS_WORKSPACE, step,
+	       reduce = 0, extra = 0;
 	layout_dp_traits(l, 0, wb, gb, &dt);
 	if (dt.step_group > 0 && cast > dt.step_group)
 		cast = dt.step_group;
 	cast *= dt.step_cast;
-	step = out->weights + out->grads + out->optimizer + pooled + cast + MEM_CUBLAS_WORKSPACE;
-	if (!(cast > 0) || step <= out->allocated)
+	if (dt.step_part && cast > 0) {
+		/* DeepSpeed's ZeRO-1: the boundary's reduce allocates the
+		 * rank's partition (gb a shard parameter) beside the whole
+		 * gradients, less those already moved into the bucket (the
+		 * bucket's bytes beyond them where the stage's are fewer; the
+		 * first rank's partition starts in the first bucket); the step
+		 * then holds the partition alone. */
+		double bk = dt.bucket_params * dt.rs_bytes;
+		part *= gb;
+		extra = part + (bk > out->grads ? bk - out->grads : 0);
+		reduce = base + out->grads + extra;
+		held = part;
+	}
+	step = base + held + cast;
+	if (reduce > step && reduce > out->allocated) {
+		out->transient = extra + MEM_CUBLAS_WORKSPACE;
+		out->allocated = reduce;
+	} else if (cast > 0 && step > out->allocated) {
+		out->grads = held;
+		out->transient = cast + MEM_CUBLAS_WORKSPACE;
+		out->allocated = step;
+	} else {
 		return;
+	}
 	out->buffers = pooled;
 	out->activations = out->logits = out->inflight = 0;
-	out->transient = cast + MEM_CUBLAS_WORKSPACE;
-	out->allocated = step;
 }
 
 /* A stage's parameters by their parts (mem_stage's, and
@@ -1162,7 +1185,11 @@ void mem_stage(const struct llm *m, const struct layout *l, const struct hw_prof
 		rs_queue = gt.rs_queue;
 		pool = fifo ? gt.pool : 0;
 		lp_grad = gt.lp_grad;
-		bucket = l->zero >= 1 ? gt.bucket_params * gt.rs_bytes : 0;
+		/* (ZeRO-3's at a shard above 1 only, as before: stage3.py's
+		 * single-rank case unread.) */
+		bucket = l->zero >= 1 && (l->zero <= 2 || shard > 1)
+			     ? gt.bucket_params * gt.rs_bytes
+			     : 0;
 	}
 	if (llm_moe_layers(m) > 0) {
 		/* Mixture-of-experts: the experts' share is sharded over the
@@ -1213,8 +1240,9 @@ void mem_stage(const struct llm *m, const struct layout *l, const struct hw_prof
 	out->grads += lp_grad * out->train;
 	/* DeepSpeed's reduce bucket (layout_dp_traits bucket_params; docs/
 	 * MODEL.md "DeepSpeed's reduce bucket"): allocated whole at the
-	 * backward's first gradient under ZeRO 1-3, whatever the shard and
-	 * the stage's parameters; released before the step (step_phase). */
+	 * backward's first gradient under ZeRO 1-3, whatever the stage's
+	 * parameters and (ZeRO-1/2) the shard; released before the step
+	 * (step_phase). */
 	out->buffers += bucket;
 
 	if (fifo) {

@@ -571,6 +571,16 @@ void layout_dp_traits(const struct layout *l, double layer_params, double wb, do
 		t->rs_out = wb + gb; /* into the partition, in its dtype (gb) */
 		t->rs_buf = 0;
 		t->bucket_params = t->lp_grad > 0 ? 0 : DS_REDUCE_BUCKET;
+		/* Its ZeRO-1/2 step (stage_1_and_2.py step) flattens the
+		 * partition's gradients (a copy in their dtype) before the
+		 * .to() of the fp32 master's dtype, both held at once; ZeRO-1
+		 * first frees the other ranks' parameters' gradients
+		 * (free_grad_in_param_list(params_not_in_partition)), its
+		 * boundary's reduce_gradients having copied the rank's into
+		 * grads_in_partition (copy_grads_in_partition). */
+		if (l->zero <= 2 && t->step_cast > 0)
+			t->step_cast += gb;
+		t->step_part = l->zero == 1 && t->lp_grad == 0;
 		break;
 	}
 	case LAYOUT_DP_FSDP:
