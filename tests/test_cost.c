@@ -2109,6 +2109,90 @@ static void test_cp_ring_memory(void **state)
 }
 
 /*
+ * DeepSpeed's reduce bucket (layout_dp_traits bucket_params; docs/MODEL.md
+ * "DeepSpeed's reduce bucket") on test_mfsdp_grad_buckets' stage: P = 8L +
+ * E = 101,926,912 parameters (L = 12,596,224, E = 1,157,120), dp 2, 1F1B,
+ * bf16.  DeepSpeedZeroOptimizer allocates reduce_bucket_size = 5e8
+ * elements of the weights' dtype at the backward's first gradient
+ * (setup_buckets), under ZeRO-1 as under ZeRO-2, whatever dp: 1e9 bytes
+ * of buffers, released before the step.  BF16_Optimizer (ZeRO-1, fp32
+ * main gradients) has none, nor has Megatron-LM's distributed optimizer.
+ *  - With 64 layers, P = 64L + E = 807,315,456: the backward's 2P + 2P +
+ *    6P + 1e9 + its activations (64 layers of 4,456,448 bytes, 285 MB)
+ *    stays below the step's 12P + 32 MiB = 9,721,339,904, whose breakdown
+ *    holds no bucket: weights 2P, optimizer 6P, the partition's bf16
+ *    gradients alone 2P / 2 (ZeRO-1 frees the rest first), its flattened
+ *    bf16 copy and the fp32 .to() (2 + 4) P / 2 = 3P as working memory.
+ *    The boundary's reduce before it (the partition allocated beside the
+ *    whole gradients, 2P / 2; 2P above the bucket's 1e9) is 11P.
+ *  - ZeRO-1's reduce as the peak: 128 layers of h 2048, ffn 8192 (a layer
+ *    4h^2 + 2h ffn + 9h + ffn = 50,358,272; E = V h + s h + 2h =
+ *    2,314,240: P = 6,448,173,056), full recomputation, dp 8: weights 2P,
+ *    optimizer 12P / 8, the whole gradients 2P and the partition 2P / 8:
+ *    5.75P + 32 MiB = 37,110,549,504, above the step's 2P + 1.5P + 0.25P
+ *    + 6P / 8 = 4.5P and the backward's 5.5P + 1e9 + a few MB.
+ */
+static void test_ds_reduce_bucket(void **state)
+{
+	struct llm m = mem_small_llm();
+	struct layout l = mem_small_layout(1, 1);
+	const double P = 8 * 12596224.0 + 1157120;
+	struct layout_dp_traits dt;
+	struct mem_stage st;
+	(void)state;
+	l.dp_impl = LAYOUT_DP_DEEPSPEED;
+	layout_dp_traits(&l, 12596224, 2, 2, &dt);
+	assert_rel_close(dt.bucket_params, 5e8, 1e-15);
+	assert_rel_close(dt.rs_bytes, 2, 1e-15);
+	mem_stage(&m, &l, NULL, 0, &st);
+	assert_rel_close(st.grads, 2 * P, 1e-15);
+	assert_rel_close(st.buffers, 1e9, 1e-15);
+	/* Whatever dp: setup_buckets does not ask. */
+	l.dp = 1;
+	mem_stage(&m, &l, NULL, 0, &st);
+	assert_rel_close(st.buffers, 1e9, 1e-15);
+	l.dp = 2;
+	/* ZeRO-2: the same bucket beside the bf16 partition. */
+	l.zero = 2;
+	mem_stage(&m, &l, NULL, 0, &st);
+	assert_rel_close(st.grads, P, 1e-15);
+	assert_rel_close(st.buffers, 1e9, 1e-15);
+	/* BF16_Optimizer: no ipg bucket. */
+	l.zero = 1;
+	l.main_grads = LAYOUT_GRADS_FP32;
+	layout_dp_traits(&l, 12596224, 2, 4, &dt);
+	assert_rel_close(dt.bucket_params, 0, 1e-15);
+	mem_stage(&m, &l, NULL, 0, &st);
+	assert_rel_close(st.buffers, 0, 1e-15);
+	l.main_grads = LAYOUT_GRADS_AUTO;
+	/* Megatron-LM's distributed optimizer: none. */
+	l.dp_impl = LAYOUT_DP_MEGATRON;
+	mem_stage(&m, &l, NULL, 0, &st);
+	assert_rel_close(st.buffers, 0, 1e-15);
+	/* The step's peak holds no bucket. */
+	l.dp_impl = LAYOUT_DP_DEEPSPEED;
+	m.layers = 64;
+	mem_stage(&m, &l, NULL, 0, &st);
+	assert_rel_close(st.buffers, 0, 1e-15);
+	assert_rel_close(st.activations, 0, 1e-15);
+	assert_rel_close(st.grads, 807315456.0, 1e-15);
+	assert_rel_close(st.transient, 3 * 807315456.0 + MEM_CUBLAS_WORKSPACE, 1e-15);
+	assert_rel_close(st.allocated, 9721339904.0, 1e-15);
+	/* ZeRO-1's boundary reduce as the stage's peak. */
+	m.layers = 128;
+	m.hidden = 2048;
+	m.ffn = 8192;
+	l.dp = 8;
+	l.recompute = LAYOUT_RECOMPUTE_FULL;
+	mem_stage(&m, &l, NULL, 0, &st);
+	assert_rel_close(st.grads, 2 * 6448173056.0, 1e-15);
+	assert_rel_close(st.buffers, 0, 1e-15);
+	assert_rel_close(st.activations, 0, 1e-15);
+	assert_rel_close(st.transient, 6448173056.0 / 4 + MEM_CUBLAS_WORKSPACE, 1e-15);
+	assert_rel_close(st.allocated, 37110549504.0, 1e-15);
+}
+
+/*
  * Main gradients' dtype (layout_lowp_grads; docs/MODEL.md "Main gradients'
  * dtype") and the optimizer step's fp32 copy of them, on
  * test_mfsdp_grad_buckets' stage: P = 8L + E = 101,926,912 parameters (L
@@ -2121,7 +2205,9 @@ static void test_cp_ring_memory(void **state)
  *  - DeepSpeed ZeRO-1 at dp 2: weights 2P, bf16 gradients 2P whole,
  *    optimizer 12P / 2; at the step the fp32 copy of the partition 4P /
  *    2, activations freed: 2P + 2P + 6P + 2P + 32 MiB = 12P + 33,554,432
- *    = 1,256,677,376, above the backward's 10P + its activations.  With
+ *    = 1,256,677,376, below the backward's 10P + its reduce bucket of
+ *    1e9 bytes (test_ds_reduce_bucket) + its activations (the step's
+ *    peak until 2026-11-28, the bucket uncounted under ZeRO-1).  With
  *    main_grads fp32, DeepSpeed's BF16_Optimizer (bf16_optimizer.py): its
  *    fp32 gradient buffer of the whole model (4P) and the parameters' bf16
  *    .grad it keeps (2P, zeroed each micro step, not freed): 6P, no copy
@@ -2192,17 +2278,16 @@ static void test_lowp_grads(void **state)
 	l.main_grads = LAYOUT_GRADS_AUTO;
 	layout_dp_traits(&l, 12596224, 2, 2, &dt);
 	assert_rel_close(dt.step_group, 1e9, 1e-15); /* sub_group_size */
-	/* DeepSpeed ZeRO-1: the step's peak. */
+	/* DeepSpeed ZeRO-1: the backward's peak, its reduce bucket with it. */
 	l.zero = 1;
 	mem_stage(&m, &l, NULL, 0, &st);
 	assert_rel_close(st.weights, 2 * P, 1e-15);
 	assert_rel_close(st.grads, 2 * P, 1e-15);
 	assert_rel_close(st.optimizer, 6 * P, 1e-15);
-	assert_rel_close(st.buffers, 0, 1e-15);
-	assert_rel_close(st.activations, 0, 1e-15);
-	assert_rel_close(st.logits, 0, 1e-15);
-	assert_rel_close(st.transient, 2 * P + MEM_CUBLAS_WORKSPACE, 1e-15);
-	assert_rel_close(st.allocated, 1256677376.0, 1e-15);
+	assert_rel_close(st.buffers, 1e9, 1e-15);
+	assert_true(st.activations > 0);
+	assert_true(st.allocated > 1256677376.0);
+	assert_rel_close(st.allocated, 10 * P + 1e9 + st.activations + st.transient, 1e-15);
 	layout_dp_traits(&l, 12596224, 2, 2, &dt);
 	assert_rel_close(dt.lp_grad, 0, 1e-15);
 	l.main_grads = LAYOUT_GRADS_FP32;
@@ -4322,6 +4407,7 @@ int main(void)
 	    cmocka_unit_test(test_verdict),
 	    cmocka_unit_test(test_stage_memory),
 	    cmocka_unit_test(test_mfsdp_grad_buckets),
+	    cmocka_unit_test(test_ds_reduce_bucket),
 	    cmocka_unit_test(test_lowp_grads),
 	    cmocka_unit_test(test_mfsdp_double_buffer),
 	    cmocka_unit_test(test_cp_ring_memory),

@@ -999,25 +999,48 @@ static void stage_walk(const struct llm *m, const struct layout *l, int s, const
  * buffers) and the fp32 copy of its gradient shard the optimizer reads
  * (layout_dp_traits step_cast a shard parameter, as many as the
  * optimizer state's, optimizer / ob, at most step_group), with cuBLAS's
- * workspace.  Where that is more than the backward's peak (a sharded step
+ * workspace.  DeepSpeed's ZeRO-1 (step_part) holds the partition's
+ * gradients alone at the step, and before it, at the boundary's reduce,
+ * that partition beside the whole gradients.  Where that is more than the backward's peak (a sharded step
  * with few activations: full recomputation, a short sequence), the
  * stage's peak is the step's and out its breakdown. */
 static void step_phase(const struct layout *l, double wb, double gb, double ob, double pooled,
 		       struct mem_stage *out)
 {
 	struct layout_dp_traits dt;
-	double cast = ob > 0 ? out->optimizer / ob : 0, step;
+	double part = ob > 0 ? out->optimizer / ob : 0, cast = part, held = out->grads;
+	double base = out->weights + out->optimizer + pooled + MEM_CUBLAS_WORKSPACE, step,
+	       reduce = 0, extra = 0;
 	layout_dp_traits(l, 0, wb, gb, &dt);
 	if (dt.step_group > 0 && cast > dt.step_group)
 		cast = dt.step_group;
 	cast *= dt.step_cast;
-	step = out->weights + out->grads + out->optimizer + pooled + cast + MEM_CUBLAS_WORKSPACE;
-	if (!(cast > 0) || step <= out->allocated)
+	if (dt.step_part && cast > 0) {
+		/* DeepSpeed's ZeRO-1: the boundary's reduce allocates the
+		 * rank's partition (gb a shard parameter) beside the whole
+		 * gradients, less those already moved into the bucket (the
+		 * bucket's bytes beyond them where the stage's are fewer; the
+		 * first rank's partition starts in the first bucket); the step
+		 * then holds the partition alone. */
+		double bk = dt.bucket_params * dt.rs_bytes;
+		part *= gb;
+		extra = part + (bk > out->grads ? bk - out->grads : 0);
+		reduce = base + out->grads + extra;
+		held = part;
+	}
+	step = base + held + cast;
+	if (reduce > step && reduce > out->allocated) {
+		out->transient = extra + MEM_CUBLAS_WORKSPACE;
+		out->allocated = reduce;
+	} else if (cast > 0 && step > out->allocated) {
+		out->grads = held;
+		out->transient = cast + MEM_CUBLAS_WORKSPACE;
+		out->allocated = step;
+	} else {
 		return;
+	}
 	out->buffers = pooled;
 	out->activations = out->logits = out->inflight = 0;
-	out->transient = cast + MEM_CUBLAS_WORKSPACE;
-	out->allocated = step;
 }
 
 /* A stage's parameters by their parts (mem_stage's, and
@@ -1136,7 +1159,7 @@ void mem_stage(const struct llm *m, const struct layout *l, const struct hw_prof
 	/* Megatron-FSDP's gradient buckets (layout_dp_traits rs_fifo): each
 	 * chunk's most beyond the activations a backward frees (gk). */
 	int fifo, pool;
-	double rs_queue, gk[LAYOUT_MAX_VP] = {0}, pooled = 0, lp_grad;
+	double rs_queue, gk[LAYOUT_MAX_VP] = {0}, pooled = 0, lp_grad, bucket;
 
 	memset(out, 0, sizeof(*out));
 	stage_params(m, l, s, &pa);
@@ -1162,6 +1185,11 @@ void mem_stage(const struct llm *m, const struct layout *l, const struct hw_prof
 		rs_queue = gt.rs_queue;
 		pool = fifo ? gt.pool : 0;
 		lp_grad = gt.lp_grad;
+		/* (ZeRO-3's at a shard above 1 only, as before: stage3.py's
+		 * single-rank case unread.) */
+		bucket = l->zero >= 1 && (l->zero <= 2 || shard > 1)
+			     ? gt.bucket_params * gt.rs_bytes
+			     : 0;
 	}
 	if (llm_moe_layers(m) > 0) {
 		/* Mixture-of-experts: the experts' share is sharded over the
@@ -1186,7 +1214,7 @@ void mem_stage(const struct llm *m, const struct layout *l, const struct hw_prof
 		if (l->zero == 2 && shard > 1) {
 			struct layout_dp_traits dt;
 			layout_dp_traits(l, La, wb, gb, &dt);
-			out->buffers = La * dt.rs_buf + dt.bucket_params * dt.rs_bytes;
+			out->buffers = La * dt.rs_buf;
 		}
 	} else {
 		double P = pa.params, nl = pa.nl;
@@ -1196,12 +1224,11 @@ void mem_stage(const struct llm *m, const struct layout *l, const struct hw_prof
 		/* The implementation's buffers (layout_dp_traits): the layers
 		 * gathered at once (prefetched ones, FSDP2's all-gather output
 		 * kept for the next copy-in), one layer's gradients unsharded for
-		 * the reduce-scatter, DeepSpeed's reduce bucket (allocated whole,
-		 * whatever the stage's parameters). */
+		 * the reduce-scatter (DeepSpeed's reduce bucket: below). */
 		struct layout_dp_traits dt;
 		layout_dp_traits(l, layer, wb, gb, &dt);
 		if (l->zero >= 2 && shard > 1)
-			out->buffers = layer * dt.rs_buf + dt.bucket_params * dt.rs_bytes;
+			out->buffers = layer * dt.rs_buf;
 		if (l->zero >= 3 && shard > 1)
 			out->buffers +=
 			    (dt.pool > 0 ? dt.pool : dt.prefetch + 1 + dt.ag_extra) * layer * wb +
@@ -1211,6 +1238,12 @@ void mem_stage(const struct llm *m, const struct layout *l, const struct hw_prof
 	/* DeepSpeed's BF16_Optimizer's bf16 .grad beside its fp32 buffer
 	 * (layout_dp_traits lp_grad; ZeRO-1: whole). */
 	out->grads += lp_grad * out->train;
+	/* DeepSpeed's reduce bucket (layout_dp_traits bucket_params; docs/
+	 * MODEL.md "DeepSpeed's reduce bucket"): allocated whole at the
+	 * backward's first gradient under ZeRO 1-3, whatever the stage's
+	 * parameters and (ZeRO-1/2) the shard; released before the step
+	 * (step_phase). */
+	out->buffers += bucket;
 
 	if (fifo) {
 		/* Each chunk's layers' trained parameters a layer (the

@@ -552,7 +552,15 @@ void layout_dp_traits(const struct layout *l, double layer_params, double wb, do
 		 * model's size (contiguous_gradients, its default:
 		 * stage_1_and_2.py setup_buckets and stage3.py's ipg buffer,
 		 * torch.empty(reduce_bucket_size); one, overlap_comm being off by
-		 * default under ZeRO-2 and stage3.py keeping one a dtype). */
+		 * default under ZeRO-1/2 and stage3.py keeping one a dtype).
+		 * ZeRO-1 allocates it too: its gradient hooks exist under
+		 * contiguous_gradients (create_gradient_handling_hooks) and
+		 * call setup_buckets at a backward's first gradient; the
+		 * bucket is released (_release_ipg_buffers) only by the
+		 * boundary's reduce_gradients, so it is held through the
+		 * backward (and ZeRO-1's micro steps) whatever dp is.
+		 * BF16_Optimizer (ZeRO-1, fp32 main gradients: lp_grad) has
+		 * no ipg bucket (bf16_optimizer.py). */
 		int cap = layer_params > 0 ? (int)(DS_PREFETCH_BUCKET / layer_params) : t->prefetch;
 		if (cap < 1)
 			cap = 1;
@@ -562,7 +570,17 @@ void layout_dp_traits(const struct layout *l, double layer_params, double wb, do
 		t->rs_in = 2 * wb;
 		t->rs_out = wb + gb; /* into the partition, in its dtype (gb) */
 		t->rs_buf = 0;
-		t->bucket_params = DS_REDUCE_BUCKET;
+		t->bucket_params = t->lp_grad > 0 ? 0 : DS_REDUCE_BUCKET;
+		/* Its ZeRO-1/2 step (stage_1_and_2.py step) flattens the
+		 * partition's gradients (a copy in their dtype) before the
+		 * .to() of the fp32 master's dtype, both held at once; ZeRO-1
+		 * first frees the other ranks' parameters' gradients
+		 * (free_grad_in_param_list(params_not_in_partition)), its
+		 * boundary's reduce_gradients having copied the rank's into
+		 * grads_in_partition (copy_grads_in_partition). */
+		if (l->zero <= 2 && t->step_cast > 0)
+			t->step_cast += gb;
+		t->step_part = l->zero == 1 && t->lp_grad == 0;
 		break;
 	}
 	case LAYOUT_DP_FSDP:

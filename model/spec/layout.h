@@ -533,7 +533,9 @@ struct layout_dp_traits {
 	double rs_buf;	      /* a layer's gradients held unsharded for its reduction, a
 			       * parameter */
 	double bucket_params; /* a reduce bucket held whole (parameters, however
-			       * few the stage's), 0: none */
+			       * few the stage's) through the backward under
+			       * ZeRO 1-3 (ZeRO-1/2 whatever the shard), 0:
+			       * none */
 	/* Megatron-FSDP (megatron, ZeRO-2/3): each unit's gradient bucket is
 	 * allocated unsharded when its backward starts, reduce-scattered into
 	 * the persistent shard as the unit completes and queued until the
@@ -553,6 +555,13 @@ struct layout_dp_traits {
 	 * step_group parameters at once (DeepSpeed ZeRO-3's sub groups; 0:
 	 * all). */
 	double step_cast, step_group;
+	/* DeepSpeed's ZeRO-1 (its ZeRO optimizer; docs/MODEL.md "DeepSpeed's
+	 * reduce bucket"): 1 where the step holds only the rank's gradient
+	 * partition (the other ranks' parameters' gradients freed first) and
+	 * the boundary's reduce allocates that partition, in the gradients'
+	 * dtype, while the gradients not yet in the reduce bucket are whole;
+	 * 0: the step holds the gradients as the backward left them. */
+	int step_part;
 	/* A low-precision gradient held beside the main one, bytes a trained
 	 * parameter, unsharded (0: none): DeepSpeed's BF16_Optimizer (ZeRO-1
 	 * with bf16 weights and fp32 main gradients, grad_accum_dtype fp32:
