@@ -2131,6 +2131,10 @@ static void test_cp_ring_memory(void **state)
  *    optimizer 12P / 8, the whole gradients 2P and the partition 2P / 8:
  *    5.75P + 32 MiB = 37,110,549,504, above the step's 2P + 1.5P + 0.25P
  *    + 6P / 8 = 4.5P and the backward's 5.5P + 1e9 + a few MB.
+ *  - BF16_Optimizer (main_grads fp32) there: the boundary's all-reduce
+ *    casts the whole fp32 buffer to bf16 (engine.py allreduce_bucket,
+ *    layout_dp_traits ar_flat), 2P beside 2P + 6P + 1.5P: 11.5P + 32 MiB,
+ *    above the backward's 9.5P and a few MB.
  */
 static void test_ds_reduce_bucket(void **state)
 {
@@ -2190,6 +2194,29 @@ static void test_ds_reduce_bucket(void **state)
 	assert_rel_close(st.activations, 0, 1e-15);
 	assert_rel_close(st.transient, 6448173056.0 / 4 + MEM_CUBLAS_WORKSPACE, 1e-15);
 	assert_rel_close(st.allocated, 37110549504.0, 1e-15);
+	/* BF16_Optimizer's boundary all-reduce: the whole fp32 buffer's bf16
+	 * cast (2P) beside the weights, the fp32 and bf16 gradients and the
+	 * optimizer: 2P + 6P + 1.5P + 2P + 32 MiB = 74,187,544,576. */
+	l.main_grads = LAYOUT_GRADS_FP32;
+	layout_dp_traits(&l, 50358272, 2, 4, &dt);
+	assert_int_equal(dt.ar_flat, 1);
+	assert_rel_close(dt.rs_bytes, 2, 1e-15);
+	assert_rel_close(dt.rs_in, 6, 1e-15);
+	assert_rel_close(dt.rs_out, 10, 1e-15);
+	mem_stage(&m, &l, NULL, 0, &st);
+	assert_rel_close(st.grads, 6 * 6448173056.0, 1e-15);
+	assert_rel_close(st.activations, 0, 1e-15);
+	assert_rel_close(st.transient, 2 * 6448173056.0 + MEM_CUBLAS_WORKSPACE, 1e-15);
+	assert_rel_close(st.allocated, 74187544576.0, 1e-15);
+	/* The ZeRO optimizer's (bf16 main gradients) and Megatron-LM's: no
+	 * such all-reduce. */
+	l.main_grads = LAYOUT_GRADS_AUTO;
+	layout_dp_traits(&l, 50358272, 2, 2, &dt);
+	assert_int_equal(dt.ar_flat, 0);
+	l.dp_impl = LAYOUT_DP_MEGATRON;
+	l.main_grads = LAYOUT_GRADS_FP32;
+	layout_dp_traits(&l, 50358272, 2, 4, &dt);
+	assert_int_equal(dt.ar_flat, 0);
 }
 
 /*
@@ -2211,8 +2238,11 @@ static void test_ds_reduce_bucket(void **state)
  *    main_grads fp32, DeepSpeed's BF16_Optimizer (bf16_optimizer.py): its
  *    fp32 gradient buffer of the whole model (4P) and the parameters' bf16
  *    .grad it keeps (2P, zeroed each micro step, not freed): 6P, no copy
- *    (the step reads the fp32 buffer's partition), the backward's peak
- *    2P + 6P + 6P + activations.
+ *    (the step reads the fp32 buffer's partition); the backward's peak
+ *    2P + 6P + 6P + activations (the stage's until 2026-11-28) gives way
+ *    to the boundary's all-reduce, which casts the whole fp32 buffer to
+ *    bf16 beside them (engine.py allreduce_bucket; layout_dp_traits
+ *    ar_flat): 16P + 32 MiB = 1,664,385,024.
  *  - Megatron-FSDP ZeRO-2 with --use-precision-aware-optimizer reads its
  *    bf16 shard (decoupled_grad): no copy.
  */
@@ -2296,8 +2326,9 @@ static void test_lowp_grads(void **state)
 	assert_rel_close(dt.step_cast, 0, 1e-15);
 	mem_stage(&m, &l, NULL, 0, &st);
 	assert_rel_close(st.grads, 6 * P, 1e-15);
-	assert_true(st.activations > 0);
-	assert_rel_close(st.allocated, 14 * P + st.activations + st.transient, 1e-15);
+	assert_rel_close(st.activations, 0, 1e-15);
+	assert_rel_close(st.transient, 2 * P + MEM_CUBLAS_WORKSPACE, 1e-15);
+	assert_rel_close(st.allocated, 1664385024.0, 1e-15);
 	/* The distributed optimizer and DeepSpeed's ZeRO-3 keep no second
 	 * gradient. */
 	l.zero = 3;

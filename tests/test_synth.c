@@ -5887,6 +5887,54 @@ static void test_coll_dtypes(void **state)
 	graph_free(g);
 }
 
+/* DeepSpeed's ZeRO-1 with fp32 main gradients is its BF16_Optimizer, whose
+ * boundary all-reduces the whole fp32 gradient buffer cast to the
+ * communication dtype, bf16 by default (engine.py allreduce_gradients ->
+ * buffered_allreduce_fallback -> allreduce_bucket; layout_dp_traits
+ * ar_flat).  The small GPT (P = 134,588,416) at dp 2: one all-reduce a
+ * step of 2 P = 269,176,832 bytes "BFloat16" on rank 0, none during the
+ * backward (no bucket: it waits for the backward's end), no
+ * reduce-scatter; on the wire a ring all-reduce's 2 (n - 1) / n of it,
+ * 269,176,832 bytes at n = 2, twice the reduce-scatter's (n - 1) / n x
+ * 2 P = 134,588,416 that DeepSpeed's ZeRO optimizer (bf16 main
+ * gradients: auto) sends for the same gradients, in buckets. */
+static void test_ds_bf16_allreduce(void **state)
+{
+	struct synth_in in;
+	struct synth_out so;
+	struct settle_out st;
+	struct graph *g;
+	int steps, n;
+	(void)state;
+	small(&in);
+	in.lay.dp = 2;
+	in.lay.zero = 1;
+	in.lay.dp_impl = LAYOUT_DP_DEEPSPEED;
+	in.lay.main_grads = LAYOUT_GRADS_FP32;
+	steps = in.steps > 0 ? in.steps : 1;
+	g = build(&in, &so, &st);
+	assert_int_equal(colls_of(g, GC_ALL_REDUCE, 269176832, "BFloat16"), steps);
+	assert_true(coll_bytes(g, GC_ALL_REDUCE, "BFloat16", &n) == 269176832.0 * steps &&
+		    n == steps);
+	/* Not in fp32 (4 P; the step's few small fp32 all-reduces apart). */
+	assert_int_equal(colls_of(g, GC_ALL_REDUCE, 538353664, "Float"), 0);
+	assert_true(coll_bytes(g, GC_ALL_REDUCE, "Float", &n) < 1e6);
+	assert_true(coll_bytes(g, GC_REDUCE_SCATTER, "BFloat16", &n) == 0 && n == 0);
+	assert_true(coll_bytes(g, GC_REDUCE_SCATTER, "Float", &n) == 0 && n == 0);
+	synth_out_release(&so);
+	graph_free(g);
+
+	in.lay.main_grads = LAYOUT_GRADS_AUTO;
+	g = build(&in, &so, &st);
+	/* Bucketed: 40e6-parameter buckets (layout_bucket_params) reduced as
+	 * they fill, more than one a step. */
+	assert_true(coll_bytes(g, GC_REDUCE_SCATTER, "BFloat16", &n) == 269176832.0 * steps &&
+		    n > steps);
+	assert_true(coll_bytes(g, GC_ALL_REDUCE, "BFloat16", &n) == 0 && n == 0);
+	synth_out_release(&so);
+	graph_free(g);
+}
+
 /*
  * An fp32 run's activations cross the ranks in fp32 (kperf_act_bytes 4:
  * Megatron-LM's params_dtype and pipeline_dtype torch.float without
@@ -8454,6 +8502,7 @@ int main(void)
 	    cmocka_unit_test(test_optimizer_dtype),
 	    cmocka_unit_test(test_fp8_param_gather),
 	    cmocka_unit_test(test_coll_dtypes),
+	    cmocka_unit_test(test_ds_bf16_allreduce),
 	    cmocka_unit_test(test_fp32_activations),
 	    cmocka_unit_test(test_fp8_tp_gathers),
 	    cmocka_unit_test(test_fp8_cp_ring),

@@ -1001,7 +1001,9 @@ static void stage_walk(const struct llm *m, const struct layout *l, int s, const
  * optimizer state's, optimizer / ob, at most step_group), with cuBLAS's
  * workspace.  DeepSpeed's ZeRO-1 (step_part) holds the partition's
  * gradients alone at the step, and before it, at the boundary's reduce,
- * that partition beside the whole gradients.  Where that is more than the backward's peak (a sharded step
+ * that partition beside the whole gradients; BF16_Optimizer's (ar_flat)
+ * its gradients cast whole for the all-reduce beside them.  Where that is
+ * more than the backward's peak (a sharded step
  * with few activations: full recomputation, a short sequence), the
  * stage's peak is the step's and out its breakdown. */
 static void step_phase(const struct layout *l, double wb, double gb, double ob, double pooled,
@@ -1027,6 +1029,15 @@ static void step_phase(const struct layout *l, double wb, double gb, double ob, 
 		extra = part + (bk > out->grads ? bk - out->grads : 0);
 		reduce = base + out->grads + extra;
 		held = part;
+	}
+	if (dt.ar_flat) {
+		/* BF16_Optimizer's boundary all-reduce: allreduce_bucket's
+		 * .to() of a param group's fp32 flat gradients, taken whole
+		 * (a bucket never splits a tensor), rs_bytes a parameter
+		 * beside the gradients (fp32 and bf16) once the backward is
+		 * done; the stage's trained parameters one group. */
+		extra = dt.rs_bytes * out->train;
+		reduce = base + out->grads + extra;
 	}
 	step = base + held + cast;
 	if (reduce > step && reduce > out->allocated) {

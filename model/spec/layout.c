@@ -581,6 +581,21 @@ void layout_dp_traits(const struct layout *l, double layer_params, double wb, do
 		if (l->zero <= 2 && t->step_cast > 0)
 			t->step_cast += gb;
 		t->step_part = l->zero == 1 && t->lp_grad == 0;
+		/* BF16_Optimizer has no reduce_gradients: the engine's boundary
+		 * (engine.py allreduce_gradients, after backward_epilogue's
+		 * fp32 accumulation) all-reduces get_grads_for_reduction's
+		 * fp32 flat buffers (buffered_allreduce_fallback,
+		 * allreduce_no_retain: a bucket never splits a tensor, so each
+		 * param group's flat buffer whole), allreduce_bucket casting it
+		 * to communication_data_type (the weights' bf16 by default:
+		 * engine.py communication_data_type) and back: .to() reads 4
+		 * and writes wb, the postscale mul_ (1 / dp) reads and writes
+		 * wb, copy_ reads wb and writes 4. */
+		if (t->lp_grad > 0) {
+			t->ar_flat = 1;
+			t->rs_in = 4 + wb;
+			t->rs_out = 2 * wb + wb + 4;
+		}
 		break;
 	}
 	case LAYOUT_DP_FSDP:

@@ -570,6 +570,13 @@ struct layout_dp_traits {
 	 * clear_lp_grads), beside its fp32 gradient buffer of the whole model
 	 * (fp32_groups_gradients_flat, the main gradients). */
 	double lp_grad;
+	/* 1 where the gradients are all-reduced whole over the data-parallel
+	 * group once the last backward is done (no reduce-scatter, no
+	 * bucket reduced during the backward), in rs_bytes, each parameter's
+	 * cast from the fp32 buffer before it (rs_in bytes) and back after
+	 * it (rs_out bytes, a parameter): BF16_Optimizer's gradients
+	 * (docs/MODEL.md "BF16_Optimizer's all-reduce"). */
+	int ar_flat;
 };
 void layout_dp_traits(const struct layout *l, double layer_params, double wb, double gb,
 		      struct layout_dp_traits *t);

@@ -580,20 +580,24 @@ static void dp_parts(const struct analytic_in *in, const struct terms *T, const 
 	d->rb = l->zero >= 1 ? d->dt.rs_bytes : T->gb;
 	if (l->zero >= 1 && shard > 1) {
 		double cin = d->dt.ag_in * lp / d->G,
-		       crs = d->dt.rs_in * lp + d->dt.rs_out * lp / d->G;
+		       crs = d->dt.rs_in * lp + d->dt.rs_out * lp / (d->dt.ar_flat ? 1 : d->G);
 		d->in = cin > 0 ? kperf_mem_s(hw, HW_MEM_ELEMENTWISE, cin) : 0;
 		d->rc = crs > 0 ? kperf_mem_s(hw, HW_MEM_ELEMENTWISE, crs) : 0;
 		d->out =
 		    d->dt.ag_out > 0 ? kperf_mem_s(hw, HW_MEM_ELEMENTWISE, d->dt.ag_out * lp) : 0;
 	}
 	if (Pe > 0 && edp > 1) {
-		comm_time(hw, l->zero == 0 ? GC_ALL_REDUCE : GC_REDUCE_SCATTER, T->gb * Pe, ge,
+		int ar = l->zero == 0 || d->dt.ar_flat;
+		comm_time(hw, ar ? GC_ALL_REDUCE : GC_REDUCE_SCATTER, (ar ? d->rb : T->gb) * Pe, ge,
 			  in->comm_eff, COMM_AUTO, &ce);
 		d->ex = ce.time_s;
-		if (l->zero == 0)
-			d->ar += ce.time_s;
+		if (d->dt.ar_flat)
+			d->ex +=
+			    kperf_mem_s(hw, HW_MEM_ELEMENTWISE, (d->dt.rs_in + d->dt.rs_out) * Pe);
+		if (ar)
+			d->ar += d->ex;
 		else
-			d->rs += ce.time_s;
+			d->rs += d->ex;
 		if (l->zero >= 1) {
 			comm_time(hw, GC_ALL_GATHER, gwb * Pe, ge, in->comm_eff, COMM_AUTO, &ce);
 			d->ag += ce.time_s;
@@ -606,16 +610,27 @@ static void dp_parts(const struct analytic_in *in, const struct terms *T, const 
 		d->ar += ce.time_s;
 		return;
 	}
-	comm_time(hw, GC_REDUCE_SCATTER, d->rb * P, d->gg, in->comm_eff, COMM_AUTO, &ce);
-	d->rs += ce.time_s;
-	/* The implementation's copies around the stage's reduction. */
-	if (shard > 1 && d->dt.rs_in > 0)
-		d->rs += kperf_mem_s(hw, HW_MEM_ELEMENTWISE, d->dt.rs_in * P);
-	if (shard > 1 && d->dt.rs_out > 0)
-		d->rs += kperf_mem_s(hw, HW_MEM_ELEMENTWISE, d->dt.rs_out * P / d->G);
-	if (d->R > 1) {
-		comm_time(hw, GC_ALL_REDUCE, d->rb * P / d->G, d->gr, in->comm_eff, COMM_AUTO, &ce);
-		d->ar += ce.time_s;
+	if (d->dt.ar_flat) {
+		/* BF16_Optimizer (synth's grad_reduce_on): all-reduced whole
+		 * over the dp x cp ranks, cast to rb and back. */
+		comm_time(hw, GC_ALL_REDUCE, d->rb * P,
+			  (struct comm_group){dpc, comm_per_domain(dpc, T->pn)}, in->comm_eff,
+			  COMM_AUTO, &ce);
+		d->ar += ce.time_s +
+			 kperf_mem_s(hw, HW_MEM_ELEMENTWISE, (d->dt.rs_in + d->dt.rs_out) * P);
+	} else {
+		comm_time(hw, GC_REDUCE_SCATTER, d->rb * P, d->gg, in->comm_eff, COMM_AUTO, &ce);
+		d->rs += ce.time_s;
+		/* The implementation's copies around the stage's reduction. */
+		if (shard > 1 && d->dt.rs_in > 0)
+			d->rs += kperf_mem_s(hw, HW_MEM_ELEMENTWISE, d->dt.rs_in * P);
+		if (shard > 1 && d->dt.rs_out > 0)
+			d->rs += kperf_mem_s(hw, HW_MEM_ELEMENTWISE, d->dt.rs_out * P / d->G);
+		if (d->R > 1) {
+			comm_time(hw, GC_ALL_REDUCE, d->rb * P / d->G, d->gr, in->comm_eff,
+				  COMM_AUTO, &ce);
+			d->ar += ce.time_s;
+		}
 	}
 	comm_time(hw, GC_ALL_GATHER, layer_w, d->gg, in->comm_eff, COMM_AUTO, &ce);
 	d->agl = ce.time_s;
@@ -684,7 +699,7 @@ static void stage_dp(const struct analytic_in *in, const struct terms *T, int s,
 		/* With overlap_grad the dense gradients' bucket chain
 		 * (grad_chain), the routed experts' (their own buckets) beside
 		 * it as before. */
-		if (l->overlap_grad)
+		if (l->overlap_grad && !d.dt.ar_flat)
 			*red = fmax(grad_chain(in, T, s, e, lp, NULL), t_ex - hide);
 		else
 			*red = t_rs + t_ar;

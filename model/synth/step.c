@@ -294,17 +294,29 @@ static void grad_reduce_on(struct ctx *c, int r, const struct shape *z, double p
 	if (dpc <= 1 || params <= 0)
 		return;
 	se_event_wait(c, r, S_COMPUTE, S_DP);
-	if (!sharded(c)) {
-		/* Over the dp x cp ranks (tp apart: Megatron-LM's order). */
+	/* The implementation's reduce dtype and copies around the
+	 * reduction (layout_dp_traits). */
+	dp_traits(c, z, &t);
+	if (!sharded(c) || t.ar_flat) {
+		/* Over the dp x cp ranks (tp apart: Megatron-LM's order);
+		 * BF16_Optimizer's (ar_flat) whole, cast to rs_bytes and
+		 * back. */
 		struct comm_group g = {dpc, comm_per_domain(dpc, hw_domain(in->hw) / in->lay.tp)};
+		int host = !c->dry || c->dry_host;
+		if (t.ar_flat) {
+			gb = t.rs_bytes;
+			if (host)
+				sl_kernel_on(c, r, S_DP, KC_ELEMENTWISE,
+					     "bf16_optimizer::allreduce_cast_in", params * t.rs_in);
+		}
 		rank_pg(c, "dp", r, pg, sizeof(pg));
 		se_collective_dt(c, r, S_DP, GC_ALL_REDUCE, reduce_kernel(GC_ALL_REDUCE, gb),
 				 params * gb, g, pg, se_dtype(c, gb));
+		if (t.ar_flat && host)
+			sl_kernel_on(c, r, S_DP, KC_ELEMENTWISE,
+				     "bf16_optimizer::allreduce_cast_out", params * t.rs_out);
 		return;
 	}
-	/* The implementation's reduce dtype and copies around the
-	 * reduce-scatter (layout_dp_traits). */
-	dp_traits(c, z, &t);
 	gb = t.rs_bytes;
 	dp_pg(c, r, pg, sizeof(pg));
 	if (t.rs_in > 0 && (!c->dry || c->dry_host))
@@ -353,6 +365,16 @@ double synth_bucket_params(const struct synth_in *in)
 	return layout_bucket_params(&in->lay, synth_grad_bytes(in));
 }
 
+/* 1 where the gradients wait for the backward's end, to be all-reduced
+ * whole (layout_dp_traits ar_flat: BF16_Optimizer): grad_flush reduces
+ * them, no bucket while the backward runs. */
+static int ar_flat(const struct ctx *c, const struct shape *z)
+{
+	struct layout_dp_traits t;
+	dp_traits(c, z, &t);
+	return t.ar_flat;
+}
+
 /* The gradients of `params` parameters are complete on stage r.  Buckets
  * (DDP, Megatron-LM's grad buffer, DeepSpeed's reduce buckets) fill in the
  * order the backward produces gradients and are reduced when full, during
@@ -368,6 +390,8 @@ static void grad_ready(struct ctx *c, int r, const struct shape *z, double param
 	if (!c->in->lay.overlap_grad)
 		return;
 	if (layout_unit_reduce(&c->lay) || k->bucket >= bucket_cap(c)) {
+		if (ar_flat(c, z))
+			return;
 		grad_reduce(c, r, z, k->bucket);
 		k->bucket = 0;
 	}
@@ -382,13 +406,27 @@ static void expert_reduce_on(struct ctx *c, int r, const struct shape *z, double
 	char pg[32];
 	double gb = grad_bytes(c);
 	int rs = c->in->lay.zero >= 1;
+	struct layout_dp_traits t;
 	if (z->edp <= 1 || params <= 0)
 		return;
+	/* BF16_Optimizer all-reduces the experts' too (engine.py
+	 * _reduce_expert_gradients), in rs_bytes. */
+	dp_traits(c, z, &t);
+	if (t.ar_flat) {
+		rs = 0;
+		gb = t.rs_bytes;
+	}
 	se_event_wait(c, r, S_COMPUTE, S_DP);
+	if (t.ar_flat && (!c->dry || c->dry_host))
+		sl_kernel_on(c, r, S_DP, KC_ELEMENTWISE, "bf16_optimizer::allreduce_cast_in",
+			     params * t.rs_in);
 	rank_pg(c, "edp", r, pg, sizeof(pg));
 	se_collective_dt(c, r, S_DP, rs ? GC_REDUCE_SCATTER : GC_ALL_REDUCE,
 			 reduce_kernel(rs ? GC_REDUCE_SCATTER : GC_ALL_REDUCE, gb), params * gb,
 			 (struct comm_group){z->edp, z->edp_per_node}, pg, se_dtype(c, gb));
+	if (t.ar_flat && (!c->dry || c->dry_host))
+		sl_kernel_on(c, r, S_DP, KC_ELEMENTWISE, "bf16_optimizer::allreduce_cast_out",
+			     params * t.rs_out);
 }
 
 static void expert_reduce(struct ctx *c, int r, const struct shape *z, double params)
@@ -418,7 +456,7 @@ static void layer_grads(struct ctx *c, int r, const struct shape *z, int layer)
 		return;
 	k->ebucket += z->me;
 	if (c->in->lay.overlap_grad &&
-	    (layout_unit_reduce(&c->lay) || k->ebucket >= bucket_cap(c))) {
+	    (layout_unit_reduce(&c->lay) || k->ebucket >= bucket_cap(c)) && !ar_flat(c, z)) {
 		expert_reduce(c, r, z, k->ebucket);
 		k->ebucket = 0;
 	}
