@@ -421,6 +421,17 @@ static double capped_skip_keys(double sq, double skv, double blocks, double keys
 	return keys + 128 * run / blocks;
 }
 
+/* attn_blocks for the pass as the library runs it: a causal backward
+ * whose kernel skips at most bwd_skip masked blocks (hw_attn) runs the
+ * rest (capped_skip_keys). */
+static void attn_pass_blocks(const struct hw_attn *a, int pass, double sq, double skv, int causal,
+			     double window, double *blocks, double *keys)
+{
+	attn_blocks(sq, skv, causal, window, blocks, keys);
+	if (pass && causal && !(window > 0) && a->bwd_skip > 0)
+		*keys = capped_skip_keys(sq, skv, *blocks, *keys, a->bwd_skip);
+}
+
 double kperf_attn_win_s(const struct hw_profile *hw, int dtype, int pass, double b, double heads,
 			double sq, double skv, double d, int causal, double window)
 {
@@ -435,9 +446,7 @@ double kperf_attn_win_s(const struct hw_profile *hw, int dtype, int pass, double
 	    !(d > 0))
 		return 0;
 	S = sms(hw);
-	attn_blocks(sq, skv, causal, window, &blocks, &keys);
-	if (pass && causal && !(window > 0) && a->bwd_skip > 0)
-		keys = capped_skip_keys(sq, skv, blocks, keys, a->bwd_skip);
+	attn_pass_blocks(a, pass, sq, skv, causal, window, &blocks, &keys);
 	per = 4 * 128 * keys * d * (pass ? 2.5 : 1);
 	/* A block's work and its fixed cost at the SMs' clock (hw_clock). */
 	clock = hw_clock(hw);
@@ -479,9 +488,7 @@ double kperf_attn_win_min_s(const struct hw_profile *hw, int dtype, int pass, do
 		f = a->d64;
 	if (a->d256 > f)
 		f = a->d256;
-	attn_blocks(sq, skv, causal, window, &blocks, &keys);
-	if (pass && causal && !(window > 0) && a->bwd_skip > 0)
-		keys = capped_skip_keys(sq, skv, blocks, keys, a->bwd_skip);
+	attn_pass_blocks(a, pass, sq, skv, causal, window, &blocks, &keys);
 	return b * heads * blocks * 4 * 128 * keys * d * (pass ? 2.5 : 1) /
 	       (a->flops[pass] * hw_clock(hw) * f);
 }

@@ -1170,7 +1170,8 @@ void mem_stage(const struct llm *m, const struct layout *l, const struct hw_prof
 	/* Megatron-FSDP's gradient buckets (layout_dp_traits rs_fifo): each
 	 * chunk's most beyond the activations a backward frees (gk). */
 	int fifo, pool;
-	double rs_queue, gk[LAYOUT_MAX_VP] = {0}, pooled = 0, lp_grad, bucket;
+	double rs_queue, gk[LAYOUT_MAX_VP] = {0}, pooled = 0, bucket;
+	struct layout_dp_traits gt; /* the implementation's, a layer's */
 
 	memset(out, 0, sizeof(*out));
 	stage_params(m, l, s, &pa);
@@ -1189,19 +1190,13 @@ void mem_stage(const struct llm *m, const struct layout *l, const struct hw_prof
 	qx = qw - (wb - mem_layer_weight_bytes(l));
 	out->params = pa.params;
 	out->train = pa.train;
-	{
-		struct layout_dp_traits gt;
-		layout_dp_traits(l, layer, wb, gb, &gt);
-		fifo = gt.rs_fifo && l->zero >= 2 && shard > 1;
-		rs_queue = gt.rs_queue;
-		pool = fifo ? gt.pool : 0;
-		lp_grad = gt.lp_grad;
-		/* (ZeRO-3's at a shard above 1 only, as before: stage3.py's
-		 * single-rank case unread.) */
-		bucket = l->zero >= 1 && (l->zero <= 2 || shard > 1)
-			     ? gt.bucket_params * gt.rs_bytes
-			     : 0;
-	}
+	layout_dp_traits(l, layer, wb, gb, &gt);
+	fifo = gt.rs_fifo && l->zero >= 2 && shard > 1;
+	rs_queue = gt.rs_queue;
+	pool = fifo ? gt.pool : 0;
+	/* (ZeRO-3's at a shard above 1 only, as before: stage3.py's
+	 * single-rank case unread.) */
+	bucket = l->zero >= 1 && (l->zero <= 2 || shard > 1) ? gt.bucket_params * gt.rs_bytes : 0;
 	if (llm_moe_layers(m) > 0) {
 		/* Mixture-of-experts: the experts' share is sharded over the
 		 * expert data-parallel group (Megatron-LM's expert distributed
@@ -1236,19 +1231,17 @@ void mem_stage(const struct llm *m, const struct layout *l, const struct hw_prof
 		 * gathered at once (prefetched ones, FSDP2's all-gather output
 		 * kept for the next copy-in), one layer's gradients unsharded for
 		 * the reduce-scatter (DeepSpeed's reduce bucket: below). */
-		struct layout_dp_traits dt;
-		layout_dp_traits(l, layer, wb, gb, &dt);
 		if (l->zero >= 2 && shard > 1)
-			out->buffers = layer * dt.rs_buf;
+			out->buffers = layer * gt.rs_buf;
 		if (l->zero >= 3 && shard > 1)
 			out->buffers +=
-			    (dt.pool > 0 ? dt.pool : dt.prefetch + 1 + dt.ag_extra) * layer * wb +
+			    (gt.pool > 0 ? gt.pool : gt.prefetch + 1 + gt.ag_extra) * layer * wb +
 			    (emb + head) * wb;
 	}
 
 	/* DeepSpeed's BF16_Optimizer's bf16 .grad beside its fp32 buffer
 	 * (layout_dp_traits lp_grad; ZeRO-1: whole). */
-	out->grads += lp_grad * out->train;
+	out->grads += gt.lp_grad * out->train;
 	/* DeepSpeed's reduce bucket (layout_dp_traits bucket_params; docs/
 	 * MODEL.md "DeepSpeed's reduce bucket"): allocated whole at the
 	 * backward's first gradient under ZeRO 1-3, whatever the stage's
