@@ -337,12 +337,6 @@ static int attn_donor(const struct kbench *kb, const struct kbench_row *r, const
 	return donor;
 }
 
-/* Fit the group of row r into each profile's field `which` (0 fitted, 2
- * work), leaving out source not_src.  A GEMM group too small for its
- * shape parameters (tile and kernel costs, smaller tiles' throughput,
- * memory-bound efficiency) takes those of its family's best-measured
- * dtype, fitted first on the same rows (the die's tiling, docs/MODEL.md),
- * and fits its achievable peak alone. */
 /* The profile whose GEMM shape parameters a GEMM group of row r too small
  * to fit its own, and without a donor dtype in its family, takes: its
  * sibling (kbench_sibling) where that has rows here; NULL if none. */
@@ -391,6 +385,13 @@ static int sibling_rule(const struct kbench *kb, const struct kbench_row *r, str
 	return 0;
 }
 
+/* Fit the group of row r into each profile's field `which` (0 fitted, 2
+ * work), leaving out source not_src.  A GEMM group too small for its
+ * shape parameters (tile and kernel costs, smaller tiles' throughput,
+ * memory-bound efficiency) takes those of its family's best-measured
+ * dtype, fitted first on the same rows (the die's tiling, docs/MODEL.md),
+ * and fits its achievable peak alone; a GEMM group whose rows are all
+ * not_src's takes its sibling's (sibling_rule). */
 static void fit_group(const struct kbench *kb, const struct kbench_row *r, struct prof *p, int np,
 		      int which, const char *not_src, int fit_donor, size_t *idx,
 		      struct hw_profile **hws)

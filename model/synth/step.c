@@ -279,6 +279,15 @@ static void dp_pg(const struct ctx *c, int r, char *pg, size_t n)
 	rank_pg(c, layout_shard_group(&c->lay) < layout_dpc(&c->lay) ? "dps" : "dp", r, pg, n);
 }
 
+/* A copy around a gradient reduction on the DP stream (layout_dp_traits
+ * rs_in before, rs_out after: ZeRO's copies, BF16_Optimizer's casts),
+ * where the run times the host. */
+static void dp_copy(struct ctx *c, int r, const char *kernel, double bytes)
+{
+	if (!c->dry || c->dry_host)
+		sl_kernel_on(c, r, S_DP, KC_ELEMENTWISE, kernel, bytes);
+}
+
 /* Reduce the gradients of `params` parameters (a bucket, or a ZeRO-3
  * unit) of stage r on the DP stream: all-reduced over the data-parallel
  * group, or under ZeRO >= 1 reduce-scattered over the sharding group and,
@@ -302,26 +311,21 @@ static void grad_reduce_on(struct ctx *c, int r, const struct shape *z, double p
 		 * BF16_Optimizer's (ar_flat) whole, cast to rs_bytes and
 		 * back. */
 		struct comm_group g = {dpc, comm_per_domain(dpc, hw_domain(in->hw) / in->lay.tp)};
-		int host = !c->dry || c->dry_host;
 		if (t.ar_flat) {
 			gb = t.rs_bytes;
-			if (host)
-				sl_kernel_on(c, r, S_DP, KC_ELEMENTWISE,
-					     "bf16_optimizer::allreduce_cast_in", params * t.rs_in);
+			dp_copy(c, r, "bf16_optimizer::allreduce_cast_in", params * t.rs_in);
 		}
 		rank_pg(c, "dp", r, pg, sizeof(pg));
 		se_collective_dt(c, r, S_DP, GC_ALL_REDUCE, reduce_kernel(GC_ALL_REDUCE, gb),
 				 params * gb, g, pg, se_dtype(c, gb));
-		if (t.ar_flat && host)
-			sl_kernel_on(c, r, S_DP, KC_ELEMENTWISE,
-				     "bf16_optimizer::allreduce_cast_out", params * t.rs_out);
+		if (t.ar_flat)
+			dp_copy(c, r, "bf16_optimizer::allreduce_cast_out", params * t.rs_out);
 		return;
 	}
 	gb = t.rs_bytes;
 	dp_pg(c, r, pg, sizeof(pg));
-	if (t.rs_in > 0 && (!c->dry || c->dry_host))
-		sl_kernel_on(c, r, S_DP, KC_ELEMENTWISE, "zero::reduce_scatter_copy_in",
-			     params * t.rs_in);
+	if (t.rs_in > 0)
+		dp_copy(c, r, "zero::reduce_scatter_copy_in", params * t.rs_in);
 	se_collective_dt(c, r, S_DP, GC_REDUCE_SCATTER, reduce_kernel(GC_REDUCE_SCATTER, gb),
 			 params * gb, zero_group(c), pg, se_dtype(c, gb));
 	if (replica_group(c).n > 1) {
@@ -329,9 +333,8 @@ static void grad_reduce_on(struct ctx *c, int r, const struct shape *z, double p
 		se_collective_dt(c, r, S_DP, GC_ALL_REDUCE, reduce_kernel(GC_ALL_REDUCE, gb),
 				 params * gb / G, replica_group(c), pg, se_dtype(c, gb));
 	}
-	if (t.rs_out > 0 && (!c->dry || c->dry_host))
-		sl_kernel_on(c, r, S_DP, KC_ELEMENTWISE, "zero::reduce_scatter_copy_out",
-			     params / G * t.rs_out);
+	if (t.rs_out > 0)
+		dp_copy(c, r, "zero::reduce_scatter_copy_out", params / G * t.rs_out);
 }
 
 /* Under ZeRO-0/1 the gradients are reduced in a chunk's last backward alone
@@ -417,16 +420,14 @@ static void expert_reduce_on(struct ctx *c, int r, const struct shape *z, double
 		gb = t.rs_bytes;
 	}
 	se_event_wait(c, r, S_COMPUTE, S_DP);
-	if (t.ar_flat && (!c->dry || c->dry_host))
-		sl_kernel_on(c, r, S_DP, KC_ELEMENTWISE, "bf16_optimizer::allreduce_cast_in",
-			     params * t.rs_in);
+	if (t.ar_flat)
+		dp_copy(c, r, "bf16_optimizer::allreduce_cast_in", params * t.rs_in);
 	rank_pg(c, "edp", r, pg, sizeof(pg));
 	se_collective_dt(c, r, S_DP, rs ? GC_REDUCE_SCATTER : GC_ALL_REDUCE,
 			 reduce_kernel(rs ? GC_REDUCE_SCATTER : GC_ALL_REDUCE, gb), params * gb,
 			 (struct comm_group){z->edp, z->edp_per_node}, pg, se_dtype(c, gb));
-	if (t.ar_flat && (!c->dry || c->dry_host))
-		sl_kernel_on(c, r, S_DP, KC_ELEMENTWISE, "bf16_optimizer::allreduce_cast_out",
-			     params * t.rs_out);
+	if (t.ar_flat)
+		dp_copy(c, r, "bf16_optimizer::allreduce_cast_out", params * t.rs_out);
 }
 
 static void expert_reduce(struct ctx *c, int r, const struct shape *z, double params)
